@@ -1,0 +1,29 @@
+// s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta): one launch, FP32 statistics.
+#pragma once
+#include <cuda_runtime_api.h>
+#include <cstdint>
+
+#include "types.h"
+
+namespace trtp {
+
+enum class Norm : int32_t { kLayer = 0, kRms = 1 };
+
+struct SkipNormArgs {
+    const void* x = nullptr;     // rows x hidden, dtype dt
+    const void* skip = nullptr;  // nullptr or like x
+    const float* bias = nullptr; // nullptr or hidden FP32 values (device)
+    const float* gamma = nullptr; // hidden FP32 values (device), required
+    const float* beta = nullptr; // nullptr or hidden FP32 values (device)
+    void* y = nullptr;           // like x
+    void* sum = nullptr;         // nullptr or like x: receives s (rounded to dt)
+    int64_t rows = 0;
+    int64_t hidden = 0;
+    float epsilon = 1e-5f;
+    Norm norm = Norm::kLayer;
+};
+
+// rows == 0 launches nothing. Returns the launch status (never aborts).
+cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stream);
+
+} // namespace trtp

@@ -1,0 +1,127 @@
+"""NumPy reference of every fused op: the single source of truth for numerics.
+
+Math runs in float64 on the given inputs and the result is cast once to the
+input dtype (float32, float16 or ml_dtypes.bfloat16 where installed). The
+kernels accumulate in FP32 without rounding intermediates to the I/O type, so
+this is the exact function they approximate.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import ops
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free form
+
+
+def activation(name: str, x: np.ndarray) -> np.ndarray:
+    """Apply an activation to a float64 array."""
+    if name == "identity":
+        return x
+    if name == "relu":
+        return np.maximum(x, 0.0)
+    if name == "relu6":
+        return np.clip(x, 0.0, 6.0)
+    if name == "gelu":
+        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))
+    if name == "gelu_tanh":
+        return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3)))
+    if name == "silu":
+        return x * _sigmoid(x)
+    if name == "quick_gelu":
+        return x * _sigmoid(1.702 * x)
+    if name == "hard_swish":
+        return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+    raise ValueError(f"unknown activation {name!r}; expected one of {ops.ACTIVATIONS}")
+
+
+def _f64(a: np.ndarray | None) -> np.ndarray | None:
+    return None if a is None else np.asarray(a).astype(np.float64)
+
+
+def _check_vec(name: str, v: np.ndarray | None, hidden: int) -> None:
+    if v is not None and v.size != hidden:
+        raise ValueError(f"{name} has {v.size} values, expected hidden size {hidden}")
+
+
+def bias_activation(x: np.ndarray, bias: np.ndarray | None = None, activation_name: str = "gelu") -> np.ndarray:
+    """y = act(x + bias), bias broadcast over the last dim."""
+    x = np.asarray(x)
+    s = x.astype(np.float64)
+    if bias is not None:
+        _check_vec("bias", np.asarray(bias), x.shape[-1])
+        s = s + _f64(bias).reshape(-1)
+    return activation(activation_name, s).astype(x.dtype)
+
+
+def skip_norm(
+    x: np.ndarray,
+    skip: np.ndarray | None = None,
+    *,
+    gamma: np.ndarray,
+    beta: np.ndarray | None = None,
+    bias: np.ndarray | None = None,
+    norm: str = "layer",
+    epsilon: float = 1e-5,
+    output_sum: bool = False,
+):
+    """s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta).
+
+    Returns y, or (y, s) with output_sum.
+    """
+    x = np.asarray(x)
+    hidden = x.shape[-1]
+    for name, v in (("gamma", gamma), ("beta", beta), ("bias", bias)):
+        _check_vec(name, None if v is None else np.asarray(v), hidden)
+    s = x.astype(np.float64)
+    if skip is not None:
+        if np.shape(skip) != x.shape:
+            raise ValueError(f"skip shape {np.shape(skip)} != input shape {x.shape}")
+        s = s + _f64(skip)
+    if bias is not None:
+        s = s + _f64(bias).reshape(-1)
+    if norm == "layer":
+        centered = s - s.mean(axis=-1, keepdims=True)
+        y = centered / np.sqrt((centered**2).mean(axis=-1, keepdims=True) + epsilon)
+    elif norm == "rms":
+        y = s / np.sqrt((s**2).mean(axis=-1, keepdims=True) + epsilon)
+    else:
+        raise ValueError(f"unknown norm {norm!r}; expected one of {ops.NORMS}")
+    y = y * _f64(gamma).reshape(-1)
+    if beta is not None:
+        y = y + _f64(beta).reshape(-1)
+    y = y.astype(x.dtype)
+    return (y, s.astype(x.dtype)) if output_sum else y
+
+
+def run(op_type: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    """Evaluate a plugin node: its op_type, its data inputs and its attributes
+    (creator field names; weights as arrays). Returns the list of outputs."""
+    spec = ops.spec(op_type)
+    unknown = set(attrs) - {f.name for f in spec.fields} - {"plugin_version", "plugin_namespace"}
+    if unknown:
+        raise ValueError(f"{op_type}: unknown attributes {sorted(unknown)}")
+    if not spec.min_inputs <= len(inputs) <= spec.max_inputs:
+        raise ValueError(f"{op_type} takes {spec.min_inputs}..{spec.max_inputs} inputs, got {len(inputs)}")
+    if op_type == ops.BIAS_ACTIVATION:
+        return [bias_activation(inputs[0], attrs.get("bias"), attrs["activation"])]
+    out = skip_norm(
+        inputs[0],
+        inputs[1] if len(inputs) > 1 else None,
+        gamma=attrs["gamma"],
+        beta=attrs.get("beta"),
+        bias=attrs.get("bias"),
+        norm=attrs["norm"],
+        epsilon=float(attrs.get("epsilon", 1e-5)),
+        output_sum=bool(int(attrs.get("output_sum", 0))),
+    )
+    return list(out) if isinstance(out, tuple) else [out]
