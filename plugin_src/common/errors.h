@@ -1,0 +1,50 @@
+// Errors are values at the TensorRT boundary: C++ exceptions stay inside the
+// library, every noexcept entry point logs and returns an error value.
+#pragma once
+#include <NvInferRuntime.h>
+
+#include <cstdarg>
+#include <stdexcept>
+#include <string>
+
+namespace trtp {
+
+struct PluginError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// printf-style message -> PluginError.
+[[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+inline void check(bool ok, const char* what) {
+    if (!ok) throw PluginError(what);
+}
+
+// Logging goes to TensorRT's logger (found through the ILoggerFinder given by
+// loadLibrary, or the runtime's getLogger for self-registering builds), else stderr.
+void setLoggerFinder(nvinfer1::ILoggerFinder* finder) noexcept;
+void setLogger(nvinfer1::ILogger* logger) noexcept;
+void log(nvinfer1::ILogger::Severity severity, const char* fmt, ...) noexcept __attribute__((format(printf, 2, 3)));
+
+// Runs fn; on any exception logs "<where>: <reason>" and returns onError.
+template <class R, class F>
+R guarded(const char* where, R onError, F&& fn) noexcept {
+    try {
+        return fn();
+    } catch (const std::exception& e) {
+        log(nvinfer1::ILogger::Severity::kERROR, "%s: %s", where, e.what());
+    } catch (...) {
+        log(nvinfer1::ILogger::Severity::kERROR, "%s: unknown error", where);
+    }
+    return onError;
+}
+
+template <class F>
+void guardedVoid(const char* where, F&& fn) noexcept {
+    guarded(where, 0, [&] {
+        fn();
+        return 0;
+    });
+}
+
+} // namespace trtp

@@ -1,0 +1,42 @@
+#include "plugin_base.h"
+
+namespace trtp {
+
+bool toKernelType(nvinfer1::DataType t, DType& out) noexcept {
+    switch (t) {
+    case nvinfer1::DataType::kFLOAT: out = DType::kFloat32; return true;
+    case nvinfer1::DataType::kHALF: out = DType::kFloat16; return true;
+    case nvinfer1::DataType::kBF16: out = DType::kBFloat16; return true;
+    default: return false;
+    }
+}
+
+const char* typeName(nvinfer1::DataType t) noexcept {
+    switch (t) {
+    case nvinfer1::DataType::kFLOAT: return "FP32";
+    case nvinfer1::DataType::kHALF: return "FP16";
+    case nvinfer1::DataType::kBF16: return "BF16";
+    case nvinfer1::DataType::kINT8: return "INT8";
+    case nvinfer1::DataType::kINT32: return "INT32";
+    case nvinfer1::DataType::kINT64: return "INT64";
+    case nvinfer1::DataType::kBOOL: return "BOOL";
+    default: return "another type";
+    }
+}
+
+std::string dimsString(const nvinfer1::Dims& d) {
+    std::string s = "[";
+    for (int32_t i = 0; i < d.nbDims; ++i) s += (i ? "," : "") + std::to_string(d.d[i]);
+    return s + "]";
+}
+
+void rowsAndHidden(const nvinfer1::Dims& d, int64_t& rows, int64_t& hidden) {
+    if (d.nbDims < 1 || d.nbDims > nvinfer1::Dims::MAX_DIMS) fail("input rank %d, expected 1..%d", d.nbDims, nvinfer1::Dims::MAX_DIMS);
+    rows = 1;
+    for (int32_t i = 0; i < d.nbDims; ++i)
+        if (d.d[i] < 0) fail("input dims %s are not known", dimsString(d).c_str());
+    for (int32_t i = 0; i + 1 < d.nbDims; ++i) rows *= d.d[i];
+    hidden = d.d[d.nbDims - 1];
+}
+
+} // namespace trtp

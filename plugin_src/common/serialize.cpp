@@ -1,0 +1,77 @@
+#include "serialize.h"
+
+namespace trtp {
+
+uint32_t fnv1a(const uint8_t* data, size_t n) noexcept {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; ++i) h = (h ^ data[i]) * 16777619u;
+    return h;
+}
+
+namespace {
+template <class T>
+void put(uint8_t*& p, T v) {
+    std::memcpy(p, &v, sizeof v);
+    p += sizeof v;
+}
+template <class T>
+T get(const uint8_t* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+} // namespace
+
+void Writer::copyTo(void* buffer) const noexcept {
+    auto* p = static_cast<uint8_t*>(buffer);
+    put(p, kBlobMagic);
+    put(p, kBlobFormat);
+    put(p, uint16_t{0});
+    put(p, static_cast<uint32_t>(mPayload.size()));
+    put(p, fnv1a(mPayload.data(), mPayload.size()));
+    std::memcpy(p, mPayload.data(), mPayload.size());
+}
+
+Reader::Reader(const void* data, size_t length, const char* plugin) : mPlugin(plugin) {
+    if (!data) fail("%s: null serialized data", plugin);
+    if (length < kBlobHeader) fail("%s: serialized data truncated (%zu bytes, header needs %zu)", plugin, length, kBlobHeader);
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    if (get<uint32_t>(bytes) != kBlobMagic) fail("%s: serialized data is not a trtplugins blob (bad magic)", plugin);
+    uint16_t format = get<uint16_t>(bytes + 4);
+    if (format != kBlobFormat) fail("%s: unsupported blob format %u (this library reads %u)", plugin, format, kBlobFormat);
+    uint32_t payload = get<uint32_t>(bytes + 8);
+    if (payload != length - kBlobHeader)
+        fail("%s: serialized data has %zu payload bytes, header says %u (truncated or padded)", plugin, length - kBlobHeader, payload);
+    mData = bytes + kBlobHeader;
+    mSize = payload;
+    if (fnv1a(mData, mSize) != get<uint32_t>(bytes + 12)) fail("%s: serialized data is corrupted (checksum mismatch)", plugin);
+    std::string name = string();
+    if (name != plugin) fail("%s: serialized data belongs to plugin '%s'", plugin, name.c_str());
+}
+
+const uint8_t* Reader::take(size_t n) {
+    if (n > mSize - mPos) fail("%s: serialized data truncated", mPlugin);
+    const uint8_t* p = mData + mPos;
+    mPos += n;
+    return p;
+}
+
+std::string Reader::string() {
+    uint32_t n = pod<uint32_t>();
+    const uint8_t* p = take(n);
+    return std::string(reinterpret_cast<const char*>(p), n);
+}
+
+std::vector<float> Reader::floats() {
+    uint32_t n = pod<uint32_t>();
+    if (n > (mSize - mPos) / sizeof(float)) fail("%s: serialized data truncated", mPlugin);
+    std::vector<float> v(n);
+    std::memcpy(v.data(), take(n * sizeof(float)), n * sizeof(float));
+    return v;
+}
+
+void Reader::finish() const {
+    if (mPos != mSize) fail("%s: %zu unread bytes at the end of serialized data", mPlugin, mSize - mPos);
+}
+
+} // namespace trtp

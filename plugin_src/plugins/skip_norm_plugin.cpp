@@ -1,0 +1,88 @@
+#include "skip_norm_plugin.h"
+
+#include <cmath>
+
+namespace trtp {
+namespace {
+constexpr EnumName<Norm> kNorms[] = {{"layer", Norm::kLayer}, {"rms", Norm::kRms}};
+} // namespace
+
+SkipNormPlugin::SkipNormPlugin(Params p) : mP(std::move(p)) {
+    if (!std::strcmp(enumName(mP.norm, kNorms), "?")) fail("%s: norm code %d is invalid", kName, static_cast<int>(mP.norm));
+    if (!(std::isfinite(mP.epsilon) && mP.epsilon > 0.f)) fail("%s: epsilon must be finite and > 0, got %g", kName, mP.epsilon);
+    if (mP.gamma.empty()) fail("%s: gamma must have at least one value", kName);
+    const size_t hidden = mP.gamma.size();
+    if (!mP.beta.empty() && mP.beta.size() != hidden) fail("%s: beta has %zu values, gamma has %zu", kName, mP.beta.size(), hidden);
+    if (!mP.bias.empty() && mP.bias.size() != hidden) fail("%s: bias has %zu values, gamma has %zu", kName, mP.bias.size(), hidden);
+}
+
+std::vector<FieldSpec> SkipNormPlugin::schema() {
+    return {{"norm", FieldKind::kString},   {"epsilon", FieldKind::kFloat}, {"gamma", FieldKind::kWeights},
+            {"beta", FieldKind::kWeights},  {"bias", FieldKind::kWeights},  {"output_sum", FieldKind::kInt}};
+}
+
+SkipNormPlugin SkipNormPlugin::fromFields(const FieldParser& f) {
+    Params p;
+    p.norm = parseEnum(FieldParser::required(f.string("norm"), kName, "norm"), kNorms, kName, "norm");
+    p.epsilon = f.float32("epsilon").value_or(1e-5f);
+    p.gamma = FieldParser::required(f.weights("gamma"), kName, "gamma");
+    p.beta = f.weights("beta").value_or(std::vector<float>{});
+    p.bias = f.weights("bias").value_or(std::vector<float>{});
+    const int32_t sum = f.int32("output_sum").value_or(0);
+    if (sum != 0 && sum != 1) fail("%s: output_sum must be 0 or 1, got %d", kName, sum);
+    p.outputSum = sum == 1;
+    return SkipNormPlugin(std::move(p));
+}
+
+SkipNormPlugin SkipNormPlugin::read(Reader& r) {
+    Params p;
+    p.norm = static_cast<Norm>(r.pod<int32_t>());
+    p.epsilon = r.pod<float>();
+    const auto sum = r.pod<int32_t>();
+    if (sum != 0 && sum != 1) fail("%s: serialized output_sum %d is invalid", kName, sum);
+    p.outputSum = sum == 1;
+    p.gamma = r.floats();
+    p.beta = r.floats();
+    p.bias = r.floats();
+    return SkipNormPlugin(std::move(p));
+}
+
+void SkipNormPlugin::write(Writer& w) const {
+    w.pod(static_cast<int32_t>(mP.norm));
+    w.pod(mP.epsilon);
+    w.pod(static_cast<int32_t>(mP.outputSum));
+    w.floats(mP.gamma);
+    w.floats(mP.beta);
+    w.floats(mP.bias);
+}
+
+void SkipNormPlugin::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
+    const auto& x = in[0];
+    if (x.nbDims < 1) fail("input rank %d, expected >= 1", x.nbDims);
+    const int64_t hidden = x.d[x.nbDims - 1];
+    if (hidden >= 0 && hidden != static_cast<int64_t>(mP.gamma.size()))
+        fail("last dim of input %s is %lld, gamma has %zu values", dimsString(x).c_str(), static_cast<long long>(hidden), mP.gamma.size());
+    if (nbInputs < 2) return;
+    const auto& s = in[1];
+    bool same = s.nbDims == x.nbDims;
+    for (int32_t i = 0; same && i < x.nbDims; ++i) same = x.d[i] < 0 || s.d[i] < 0 || x.d[i] == s.d[i];
+    if (!same) fail("skip dims %s differ from input dims %s", dimsString(s).c_str(), dimsString(x).c_str());
+}
+
+cudaError_t SkipNormPlugin::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const void* const* inputs,
+                                   void* const* outputs, cudaStream_t stream) const {
+    SkipNormArgs a;
+    a.x = inputs[0];
+    a.skip = nbInputs > 1 ? inputs[1] : nullptr;
+    a.gamma = deviceWeight(0);
+    a.beta = deviceWeight(1);
+    a.bias = deviceWeight(2);
+    a.y = outputs[0];
+    a.sum = mP.outputSum ? outputs[1] : nullptr;
+    rowsAndHidden(in[0].dims, a.rows, a.hidden);
+    a.epsilon = mP.epsilon;
+    a.norm = mP.norm;
+    return launchSkipNorm(dt, a, stream);
+}
+
+} // namespace trtp

@@ -1,0 +1,54 @@
+#include "creators.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+
+#include "../plugins/bias_activation_plugin.h"
+#include "../plugins/skip_norm_plugin.h"
+
+namespace trtp {
+
+nvinfer1::IPluginCreator* const* creators(int32_t& count) noexcept {
+    static Creator<BiasActivationPlugin> biasActivation;
+    static Creator<SkipNormPlugin> skipNorm;
+    static nvinfer1::IPluginCreator* const list[] = {&biasActivation, &skipNorm};
+    count = static_cast<int32_t>(sizeof(list) / sizeof(list[0]));
+    return list;
+}
+
+void* loadedRuntime(const char** name, int32_t* major) noexcept {
+    static const char* const flavours[] = {"libnvinfer.so", "libnvinfer_lean.so", "libnvinfer_dispatch.so"};
+    // Own major first, then the others, so a mismatch is reported by name.
+    const int32_t majors[] = {NV_TENSORRT_MAJOR, 10, 11, 12};
+    static char soname[64];
+    for (int32_t m : majors) {
+        for (const char* f : flavours) {
+            std::snprintf(soname, sizeof soname, "%s.%d", f, m);
+            if (void* h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) {
+                if (name) *name = soname;
+                if (major) *major = m;
+                return h;
+            }
+        }
+    }
+    return nullptr;
+}
+
+bool runtimeMatches() noexcept {
+    const char* name = nullptr;
+    int32_t major = 0;
+    void* h = loadedRuntime(&name, &major);
+    if (!h) return true;
+    using VersionFn = int32_t (*)();
+    if (auto fn = reinterpret_cast<VersionFn>(dlsym(h, "getInferLibVersion"))) major = fn() / 10000 >= 1 ? fn() / 10000 : major;
+    // getInferLibVersion is major*10000 + minor*100 + patch.
+    if (major == NV_TENSORRT_MAJOR) return true;
+    log(nvinfer1::ILogger::Severity::kERROR,
+        "this library was built for TensorRT %d but %s (TensorRT %d) is loaded: the plugin ABI differs between "
+        "majors, so no plugin is registered. Load libtrtplugins_trt%d instead.",
+        NV_TENSORRT_MAJOR, name, major, major);
+    return false;
+}
+
+} // namespace trtp
