@@ -480,6 +480,7 @@ def build(
     fp16: bool = False,
     workspace_mb: int | None = None,
     timing_cache: str | None = None,
+    tf32: bool = True,
     onnx_path: str | None = None,
     verbose: bool = False,
     progress: bool = True,
@@ -515,6 +516,8 @@ def build(
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_mb) << 20)
     if fp16:
         config.set_flag(trt.BuilderFlag.FP16)
+    if not tf32:
+        config.clear_flag(trt.BuilderFlag.TF32)
     mon = _progress_monitor(trt, depth=3 if verbose else 1) if progress else None
     if mon is not None:
         config.progress_monitor = mon
@@ -582,6 +585,7 @@ def cli_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--no-substitute", action="store_true", help="parse the model as it is")
     ap.add_argument("--shapes", nargs="+", default=[], metavar="NAME:MIN/OPT/MAX",
                     help="profile per input, dims joined by x, e.g. x:1x1x64/4x128x64/16x512x64")
+    ap.add_argument("--no-tf32", action="store_true", help="FP32 matmuls in full FP32 (TF32 is on by default)")
     ap.add_argument("--workspace", type=int, metavar="MB", help="workspace memory pool limit")
     ap.add_argument("--timing-cache", metavar="FILE", help="read (if present) and write a timing cache")
     ap.add_argument("--plugins", metavar="LIB", help="plugin library to load instead of trtplugins.load()")
@@ -601,21 +605,30 @@ def default_output(model: str, fp16: bool) -> str:
     return str(p.with_suffix(".fp16.plan" if fp16 else ".plan"))
 
 
+def build_file(path, *, be: Backend | None = None, substitute: bool = True, fp16: bool = False,
+               plugins: str | None = None, save_onnx: str | None = None, log=print, **kw):
+    """load_onnx -> prepare -> load_plugins -> build, with the FP16 rule of the backend
+    (TensorRT 10: builder flag; TensorRT 11 / RTX: FP16-converted model).
+    Returns (BuildResult, the ModelProto that was parsed)."""
+    be = be or backend()
+    model, report = prepare(load_onnx(path), substitute=substitute, fp16=fp16 and be.strongly_typed, log=log)
+    if save_onnx:
+        import onnx
+
+        onnx.save(model, save_onnx)
+        log(f"saved parsed ONNX to {save_onnx}")
+    load_plugins(be, plugins, required=bool(plugin_nodes(model)), log=log)
+    res = build(model, be=be, fp16=fp16 and not be.strongly_typed, onnx_path=str(path), log=log, **kw)
+    res.substitution = report
+    return res, model
+
+
 def run(a: argparse.Namespace, log=print) -> BuildResult:
     be = backend(a.backend)
     log(f"backend: {be.label}")
-    model = load_onnx(a.model)
-    model, report = prepare(model, substitute=not a.no_substitute, fp16=a.fp16 and be.strongly_typed, log=log)
-    if a.save_onnx:
-        import onnx
-
-        onnx.save(model, a.save_onnx)
-        log(f"saved parsed ONNX to {a.save_onnx}")
-    nodes = plugin_nodes(model)
-    load_plugins(be, a.plugins, required=bool(nodes), log=log)
-    res = build(model, be=be, shapes=a.shapes, fp16=a.fp16 and not be.strongly_typed, workspace_mb=a.workspace,
-                timing_cache=a.timing_cache, onnx_path=a.model, verbose=a.verbose, log=log)
-    res.substitution = report
+    res, _ = build_file(a.model, be=be, substitute=not a.no_substitute, fp16=a.fp16, plugins=a.plugins,
+                        save_onnx=a.save_onnx, log=log, shapes=a.shapes, workspace_mb=a.workspace,
+                        timing_cache=a.timing_cache, tf32=not a.no_tf32, verbose=a.verbose)
     res.path = a.output or default_output(a.model, a.fp16)
     Path(res.path).write_bytes(res.plan)
     if a.summary_json:
