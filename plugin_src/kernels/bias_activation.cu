@@ -1,0 +1,140 @@
+// y = act(x + bias): a grid-stride elementwise kernel over the flat tensor, FP32 math.
+// Fast path: 16-byte accesses, UNROLL independent loads in flight per thread. Fallback: one
+// element per access (unaligned pointers or hidden not a multiple of the vector width).
+#include "bias_activation.h"
+#include "common.cuh"
+
+namespace trtp {
+namespace {
+
+using namespace detail;
+
+constexpr int kThreads = 256;
+constexpr int kUnroll = 4;
+
+template <Activation A> __device__ __forceinline__ float activate(float v) {
+    if constexpr (A == Activation::kIdentity) {
+        return v;
+    } else if constexpr (A == Activation::kRelu) {
+        return fmaxf(v, 0.f);
+    } else if constexpr (A == Activation::kRelu6) {
+        return fminf(fmaxf(v, 0.f), 6.f);
+    } else if constexpr (A == Activation::kGelu) {
+        return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+    } else if constexpr (A == Activation::kGeluTanh) {
+        const float u = 0.79788456080286536f * fmaf(0.044715f * v, v * v, v);
+        return 0.5f * v * (1.f + tanhf(u));
+    } else if constexpr (A == Activation::kSilu) {
+        return __fdividef(v, 1.f + __expf(-v)); // exp overflow -> divisor inf -> 0: the right limit
+    } else if constexpr (A == Activation::kQuickGelu) {
+        return __fdividef(v, 1.f + __expf(-1.702f * v));
+    } else {
+        return v * fminf(fmaxf(v + 3.f, 0.f), 6.f) * (1.f / 6.f);
+    }
+}
+
+// Thread `g` handles packs g, g + S, g + 2S, ... (S = total threads), UNROLL at a time. The
+// column of each pack advances by a fixed step mod hidden, so no division in the loop.
+template <class T, int VEC, bool BIAS, Activation A>
+__global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const float* __restrict__ bias, T* y,
+                                                          int64_t npacks, int64_t hidden) {
+    const int64_t stride = int64_t(gridDim.x) * kThreads;
+    int64_t p = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+    int64_t col = 0, step = 0, stepU = 0;
+    if constexpr (BIAS) {
+        col = (p * VEC) % hidden;
+        step = (stride * VEC) % hidden;
+        stepU = (stride * VEC * kUnroll) % hidden;
+    }
+    for (; p < npacks; p += stride * kUnroll) {
+        Pack<T, VEC> in[kUnroll];
+#pragma unroll
+        for (int k = 0; k < kUnroll; ++k)
+            if (p + k * stride < npacks) in[k] = load<T, VEC>(x + (p + k * stride) * VEC);
+        int64_t c = col;
+#pragma unroll
+        for (int k = 0; k < kUnroll; ++k) {
+            if (p + k * stride < npacks) {
+                float f[VEC];
+                unpack(in[k], f);
+                if constexpr (BIAS) {
+                    float b[VEC];
+                    loadWeights<VEC>(bias + c, b);
+#pragma unroll
+                    for (int i = 0; i < VEC; ++i) f[i] += b[i];
+                }
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) f[i] = activate<A>(f[i]);
+                store<T, VEC>(y + (p + k * stride) * VEC, f);
+            }
+            if constexpr (BIAS) {
+                c += step;
+                if (c >= hidden) c -= hidden;
+            }
+        }
+        if constexpr (BIAS) {
+            col += stepU;
+            if (col >= hidden) col -= hidden;
+        }
+    }
+}
+
+template <class T, int VEC, bool BIAS, Activation A>
+cudaError_t launchTyped(const T* x, const float* bias, T* y, int64_t n, int64_t hidden, cudaStream_t stream) {
+    auto kernel = biasActKernel<T, VEC, BIAS, A>;
+    static int perSm = [&] {
+        int b = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0) != cudaSuccess || b < 1) b = 1;
+        return b;
+    }();
+    int sms = 0;
+    if (cudaError_t e = smCount(sms); e != cudaSuccess) return e;
+    const int64_t npacks = n / VEC;
+    const int64_t want = (npacks + int64_t(kThreads) * kUnroll - 1) / (int64_t(kThreads) * kUnroll);
+    const int64_t grid = want < int64_t(sms) * perSm ? want : int64_t(sms) * perSm;
+    kernel<<<unsigned(grid), kThreads, 0, stream>>>(x, bias, y, npacks, hidden);
+    return launchStatus();
+}
+
+template <class T, int VEC, bool BIAS>
+cudaError_t byAct(Activation act, const T* x, const float* bias, T* y, int64_t n, int64_t h, cudaStream_t s) {
+    switch (act) {
+    case Activation::kIdentity: return launchTyped<T, VEC, BIAS, Activation::kIdentity>(x, bias, y, n, h, s);
+    case Activation::kRelu: return launchTyped<T, VEC, BIAS, Activation::kRelu>(x, bias, y, n, h, s);
+    case Activation::kRelu6: return launchTyped<T, VEC, BIAS, Activation::kRelu6>(x, bias, y, n, h, s);
+    case Activation::kGelu: return launchTyped<T, VEC, BIAS, Activation::kGelu>(x, bias, y, n, h, s);
+    case Activation::kGeluTanh: return launchTyped<T, VEC, BIAS, Activation::kGeluTanh>(x, bias, y, n, h, s);
+    case Activation::kSilu: return launchTyped<T, VEC, BIAS, Activation::kSilu>(x, bias, y, n, h, s);
+    case Activation::kQuickGelu: return launchTyped<T, VEC, BIAS, Activation::kQuickGelu>(x, bias, y, n, h, s);
+    case Activation::kHardSwish: return launchTyped<T, VEC, BIAS, Activation::kHardSwish>(x, bias, y, n, h, s);
+    }
+    return cudaErrorInvalidValue;
+}
+
+template <class T, int VEC>
+cudaError_t byBias(Activation act, const T* x, const float* bias, T* y, int64_t n, int64_t h, cudaStream_t s) {
+    return bias ? byAct<T, VEC, true>(act, x, bias, y, n, h, s) : byAct<T, VEC, false>(act, x, bias, y, n, h, s);
+}
+
+} // namespace
+
+cudaError_t launchBiasActivation(DType dt, const void* x, const float* bias, void* y, int64_t rows, int64_t hidden,
+                                 Activation act, cudaStream_t stream) {
+    if (rows < 0 || hidden < 1 || unsigned(act) > unsigned(Activation::kHardSwish)) return cudaErrorInvalidValue;
+    if (rows == 0) return cudaSuccess;
+    if (!x || !y) return cudaErrorInvalidValue;
+    if (rows > INT64_MAX / hidden) return cudaErrorInvalidValue;
+    const int64_t n = rows * hidden;
+    return detail::dispatchDType(dt, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        constexpr int kVec = IoSize<T>::kVec;
+        const T* xt = static_cast<const T*>(x);
+        T* yt = static_cast<T*>(y);
+        // Packs never straddle a row when bias is read per column; without bias only the total matters.
+        const bool vec = (bias ? hidden % kVec == 0 && aligned16(bias) : n % kVec == 0) && aligned16(x) && aligned16(y);
+        return vec ? byBias<T, kVec>(act, xt, bias, yt, n, hidden, stream)
+                   : byBias<T, 1>(act, xt, bias, yt, n, hidden, stream);
+    });
+}
+
+} // namespace trtp

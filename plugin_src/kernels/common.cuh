@@ -1,0 +1,109 @@
+// Private kernel helpers: dtype conversion, 16-byte packs, reductions, launch sizing.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+
+#include "types.h"
+
+namespace trtp {
+namespace detail {
+
+__device__ __forceinline__ float toFloat(float v) { return v; }
+__device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
+__device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T> __device__ __forceinline__ T fromFloat(float v);
+template <> __device__ __forceinline__ float fromFloat<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// N elements moved as one access (16 bytes when N == 16 / sizeof(T)).
+template <class T, int N> struct alignas(sizeof(T) * N) Pack {
+    T v[N];
+};
+
+template <class T, int N> __device__ __forceinline__ Pack<T, N> load(const T* p) {
+    return *reinterpret_cast<const Pack<T, N>*>(p);
+}
+
+template <class T, int N> __device__ __forceinline__ void unpack(const Pack<T, N>& pk, float (&f)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) f[i] = toFloat(pk.v[i]);
+}
+
+template <class T, int N> __device__ __forceinline__ void store(T* p, const float (&f)[N]) {
+    Pack<T, N> pk;
+#pragma unroll
+    for (int i = 0; i < N; ++i) pk.v[i] = fromFloat<T>(f[i]);
+    *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+// N FP32 weights (read-only path); float4 loads when N is a multiple of 4 (caller guarantees alignment).
+template <int N> __device__ __forceinline__ void loadWeights(const float* __restrict__ p, float (&w)[N]) {
+    if constexpr (N % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < N; i += 4) {
+            const float4 q = __ldg(reinterpret_cast<const float4*>(p + i));
+            w[i] = q.x, w[i + 1] = q.y, w[i + 2] = q.z, w[i + 3] = q.w;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < N; ++i) w[i] = __ldg(p + i);
+    }
+}
+
+__device__ __forceinline__ float warpSum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum over the block; every thread gets the result. `red` holds one float per warp and must
+// not be reused by the block until all threads have returned from this call.
+__device__ __forceinline__ float blockSum(float v, float* red) {
+    v = warpSum(v);
+    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    if ((threadIdx.x & 31) == 0) red[warp] = v;
+    __syncthreads();
+    float t = 0.f;
+    for (int w = 0; w < nwarps; ++w) t += red[w];
+    return t;
+}
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+template <class T> struct IoSize {
+    static constexpr int kVec = 16 / sizeof(T); // elements per 16-byte access
+};
+
+// Multiprocessor count of the current device (cached per device).
+inline cudaError_t smCount(int& n) {
+    static int cache[128] = {};
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    if (dev >= 0 && dev < 128 && cache[dev] > 0) {
+        n = cache[dev];
+        return cudaSuccess;
+    }
+    e = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess && dev >= 0 && dev < 128) cache[dev] = n;
+    return e;
+}
+
+// Launch status: a launch error, else the sticky-free last error.
+inline cudaError_t launchStatus() { return cudaGetLastError(); }
+
+template <class F> inline cudaError_t dispatchDType(DType dt, F&& f) {
+    switch (dt) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat16: return f(__half{});
+    case DType::kBFloat16: return f(__nv_bfloat16{});
+    }
+    return cudaErrorInvalidValue;
+}
+
+} // namespace detail
+} // namespace trtp

@@ -1,0 +1,188 @@
+"""ctypes access to the bare CUDA kernels (libtrtplugins_kernels.so, no TensorRT).
+
+For tests and benchmarks: each call launches the same kernel the plugin's enqueue
+launches. Functions take torch CUDA tensors (launched on torch's current stream);
+`raw_bias_activation` / `raw_skip_norm` take device pointers as ints.
+
+The library is found through $TRTPLUGINS_KERNELS_LIB, else under build/ or
+trtplugins/lib/ of the source tree; the error lists every path tried.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import Any
+
+from . import ops
+
+LIB_NAME = "libtrtplugins_kernels.so"
+ENV_VAR = "TRTPLUGINS_KERNELS_LIB"
+
+DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
+ACTIVATION_IDS = {name: i for i, name in enumerate(ops.ACTIVATIONS)}  # header enum order == ops order
+NORM_IDS = {name: i for i, name in enumerate(ops.NORMS)}
+
+_lib: ctypes.CDLL | None = None
+
+
+class KernelError(RuntimeError):
+    pass
+
+
+def candidate_paths() -> list[Path]:
+    pkg = Path(__file__).resolve().parent
+    root = pkg.parent
+    paths = []
+    if os.environ.get(ENV_VAR):
+        paths.append(Path(os.environ[ENV_VAR]))
+    paths.append(root / "build" / LIB_NAME)
+    paths.extend(sorted((root / "build").glob(f"**/{LIB_NAME}")))
+    paths.append(pkg / "lib" / LIB_NAME)
+    seen, out = set(), []
+    for p in paths:
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+def load() -> ctypes.CDLL:
+    """Load the kernel library once; raise FileNotFoundError listing the paths tried."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    tried = candidate_paths()
+    for path in tried:
+        if path.is_file():
+            lib = ctypes.CDLL(str(path))
+            _declare(lib)
+            _lib = lib
+            return lib
+    raise FileNotFoundError(
+        f"{LIB_NAME} not found; set {ENV_VAR} or build it (see plugin_src/). Tried:\n"
+        + "\n".join(f"  {p}" for p in tried)
+    )
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    p, ll, i, f = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_float
+    lib.trtp_bias_activation.argtypes = [i, p, p, p, ll, ll, i, p]
+    lib.trtp_bias_activation.restype = i
+    lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, p]
+    lib.trtp_skip_norm.restype = i
+    lib.trtp_error_string.argtypes = [i]
+    lib.trtp_error_string.restype = ctypes.c_char_p
+    lib.trtp_empty_launch.argtypes = [p]
+    lib.trtp_empty_launch.restype = i
+
+
+def _check(code: int, what: str) -> None:
+    if code != 0:
+        msg = load().trtp_error_string(code).decode()
+        raise KernelError(f"{what} failed: CUDA error {code} ({msg})")
+
+
+def _lookup(table: dict[str, int], key: str | int, what: str) -> int:
+    if isinstance(key, int):
+        if key not in table.values():
+            raise ValueError(f"unknown {what} id {key}; known: {table}")
+        return key
+    try:
+        return table[key]
+    except KeyError:
+        raise ValueError(f"unknown {what} {key!r}; known: {sorted(table)}") from None
+
+
+# --- raw pointers ---------------------------------------------------------------------------
+
+
+def raw_bias_activation(dtype, x: int, bias: int, y: int, rows: int, hidden: int, activation, stream: int = 0):
+    code = load().trtp_bias_activation(
+        _lookup(DTYPES, dtype, "dtype"), x, bias or None, y, rows, hidden,
+        _lookup(ACTIVATION_IDS, activation, "activation"), stream or None,
+    )
+    _check(code, "bias_activation")
+
+
+def raw_skip_norm(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: int, sum_out: int,
+                  rows: int, hidden: int, epsilon: float, norm, stream: int = 0):
+    code = load().trtp_skip_norm(
+        _lookup(DTYPES, dtype, "dtype"), x, skip or None, bias or None, gamma, beta or None, y,
+        sum_out or None, rows, hidden, epsilon, _lookup(NORM_IDS, norm, "norm"), stream or None,
+    )
+    _check(code, "skip_norm")
+
+
+def empty_launch(stream: int = 0) -> None:
+    """Launch an empty kernel (the latency floor for small launches)."""
+    _check(load().trtp_empty_launch(stream or None), "empty_launch")
+
+
+# --- torch tensors --------------------------------------------------------------------------
+
+
+def _torch_dtype_name(t: Any) -> str:
+    name = str(t.dtype).replace("torch.", "")
+    if name not in DTYPES:
+        raise TypeError(f"dtype {t.dtype} not supported; use float32, float16 or bfloat16")
+    return name
+
+
+def _data(t: Any, name: str, like: Any = None) -> int:
+    if not t.is_cuda:
+        raise ValueError(f"{name} must be a CUDA tensor")
+    if not t.is_contiguous():
+        raise ValueError(f"{name} must be contiguous")
+    if like is not None and (t.shape != like.shape or t.dtype != like.dtype or t.device != like.device):
+        raise ValueError(f"{name} must match x ({tuple(like.shape)}, {like.dtype}); got {tuple(t.shape)}, {t.dtype}")
+    return t.data_ptr()
+
+
+def _weight(t: Any, name: str, hidden: int) -> int:
+    if t is None:
+        return 0
+    import torch
+
+    if t.dtype != torch.float32 or t.numel() != hidden:
+        raise ValueError(f"{name} must be {hidden} float32 values; got {t.numel()} {t.dtype}")
+    return _data(t, name)
+
+
+def _stream(x: Any) -> int:
+    import torch
+
+    return torch.cuda.current_stream(x.device).cuda_stream
+
+
+def bias_activation(x, bias=None, activation: str = "gelu", out=None):
+    """y = act(x + bias) over the last dim of x; `out` may be x (in place)."""
+    import torch
+
+    hidden = x.shape[-1] if x.dim() else 1
+    y = torch.empty_like(x) if out is None else out
+    rows = x.numel() // hidden if hidden else 0
+    with torch.cuda.device(x.device):  # rows == 0 goes through too: the kernel must accept it
+        raw_bias_activation(_torch_dtype_name(x), _data(x, "x"), _weight(bias, "bias", hidden),
+                            _data(y, "out", x), rows, hidden, activation, _stream(x))
+    return y
+
+
+def skip_norm(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer", epsilon: float = 1e-5,
+              output_sum: bool = False, out=None, sum_out=None):
+    """s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). Returns y, or (y, s) with output_sum."""
+    import torch
+
+    hidden = x.shape[-1]
+    y = torch.empty_like(x) if out is None else out
+    s = (torch.empty_like(x) if sum_out is None else sum_out) if output_sum else None
+    rows = x.numel() // hidden if hidden else 0
+    with torch.cuda.device(x.device):
+        raw_skip_norm(
+            _torch_dtype_name(x), _data(x, "x"), 0 if skip is None else _data(skip, "skip", x),
+            _weight(bias, "bias", hidden), _weight(gamma, "gamma", hidden), _weight(beta, "beta", hidden),
+            _data(y, "out", x), 0 if s is None else _data(s, "sum_out", x), rows, hidden, float(epsilon),
+            norm, _stream(x),
+        )
+    return (y, s) if output_sum else y
