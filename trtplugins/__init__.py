@@ -1,6 +1,19 @@
 """trtplugins: fused CUDA kernels as TensorRT plugins, and the tools around them."""
 
 from . import ops, reference
+from ._lib import PluginLibraryError, library_path, list_plugins, load, trt_major, trt_module
+from .fields import create_plugin
 
 __version__ = "0.1.0"
-__all__ = ["ops", "reference", "__version__"]
+__all__ = [
+    "PluginLibraryError",
+    "create_plugin",
+    "library_path",
+    "list_plugins",
+    "load",
+    "ops",
+    "reference",
+    "trt_major",
+    "trt_module",
+    "__version__",
+]

@@ -1,0 +1,98 @@
+"""Python values -> PluginFieldCollection, typed by the op spec.
+
+TensorRT's PluginField does not own its buffer: the arrays are kept alive
+here until the creator has returned.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from . import ops
+from ._lib import trt_module
+
+
+def _bf16_dtype():
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def field_array(spec: ops.OpSpec, f: ops.Field, value: Any, trt) -> tuple[np.ndarray, Any]:
+    """(data array, PluginFieldType) for one field; TypeError/ValueError on bad values."""
+    where = f"{spec.name}.{f.name}"
+    T = trt.PluginFieldType
+    if f.kind == "string":
+        if not isinstance(value, str):
+            raise TypeError(f"{where} must be a str, got {type(value).__name__}")
+        if f.choices and value not in f.choices:
+            raise ValueError(f"{where} = {value!r} is not one of {list(f.choices)}")
+        return np.frombuffer(value.encode() + b"\0", dtype=np.int8).copy(), T.CHAR
+    if f.kind == "float":
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{where} must be a float, got {type(value).__name__}")
+        return np.array([value], dtype=np.float32), T.FLOAT32
+    if f.kind == "int":
+        if not isinstance(value, (numbers.Integral, bool)):
+            raise TypeError(f"{where} must be an int, got {type(value).__name__}")
+        if not np.iinfo(np.int32).min <= int(value) <= np.iinfo(np.int32).max:
+            raise ValueError(f"{where} = {value} does not fit in int32")
+        return np.array([int(value)], dtype=np.int32), T.INT32
+    # weights
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fiu" and arr.dtype != _bf16_dtype():
+        raise TypeError(f"{where} must be numeric, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{where} must be a non-empty 1-D array, got shape {arr.shape}")
+    if arr.dtype == np.float16:
+        return np.ascontiguousarray(arr), T.FLOAT16
+    if arr.dtype == _bf16_dtype():
+        return np.ascontiguousarray(arr), T.BF16
+    return np.ascontiguousarray(arr, dtype=np.float32), T.FLOAT32
+
+
+def field_collection(name: str, attrs: dict[str, Any], trt=None):
+    """(PluginFieldCollection, arrays to keep alive) for `attrs` of plugin `name`."""
+    trt = trt or trt_module()
+    spec = ops.spec(name)
+    known = {f.name for f in spec.fields}
+    unknown = sorted(set(attrs) - known)
+    if unknown:
+        raise TypeError(f"{name}: unknown attribute(s) {unknown}; fields are {sorted(known)}")
+    missing = [f.name for f in spec.fields if f.required and attrs.get(f.name) is None]
+    if missing:
+        raise ValueError(f"{name}: missing required attribute(s) {missing}")
+    keep, fields = [], []
+    for f in spec.fields:
+        if attrs.get(f.name) is None:
+            continue
+        data, ftype = field_array(spec, f, attrs[f.name], trt)
+        keep.append(data)
+        fields.append(trt.PluginField(f.name, data, ftype))
+    return trt.PluginFieldCollection(fields), keep
+
+
+def create_plugin(name: str, *, version: str = ops.VERSION, namespace: str = ops.NAMESPACE, registry=None, **attrs):
+    """Create a plugin of this suite from Python values (the library must be loaded).
+
+    Raises on unknown, missing or mistyped attributes, and when the creator
+    rejects the values (its reason is in the TensorRT log).
+    """
+    trt = trt_module()
+    registry = registry if registry is not None else trt.get_plugin_registry()
+    creator = registry.get_creator(name, version, namespace)
+    if creator is None:
+        raise LookupError(
+            f"no creator {name!r} version {version!r} namespace {namespace!r} registered: call trtplugins.load() first"
+        )
+    collection, keep = field_collection(name, attrs, trt)
+    plugin = creator.create_plugin(name, collection)
+    del keep  # safe only now: the creator has copied the data
+    if plugin is None:
+        raise ValueError(f"{name}: the creator rejected {sorted(attrs)} (reason in the TensorRT log)")
+    return plugin
