@@ -113,10 +113,11 @@ class _Logger:
         return Logger()
 
 
-def _progress_monitor(trt, out=sys.stderr, depth: int = 1):
+def _progress_monitor(trt, out=None, depth: int = 1):
     """IProgressMonitor printing phases up to `depth` levels deep, with their time."""
     if not hasattr(trt, "IProgressMonitor"):
         return None
+    out = out or sys.stderr
 
     class Progress(trt.IProgressMonitor):
         def __init__(self):
@@ -536,7 +537,9 @@ def build(
         config.add_optimization_profile(p)
 
     cache = None
-    if timing_cache:
+    if timing_cache and be.rtx:
+        log("timing cache: ignored (timing cache operations are no-ops in TensorRT-RTX)")
+    elif timing_cache:
         data = Path(timing_cache).read_bytes() if Path(timing_cache).is_file() else b""
         cache = config.create_timing_cache(data)
         if not config.set_timing_cache(cache, False):
