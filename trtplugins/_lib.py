@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import sys
 from pathlib import Path
 
 from . import ops
@@ -57,10 +58,12 @@ def search_dirs() -> list[Path]:
     env = os.environ.get(LIBRARY_ENV)
     if env and Path(env).is_dir():
         dirs.append(Path(env))
-    dirs.append(_PACKAGE_DIR / "lib")  # installed wheel / editable install
-    build = _PACKAGE_DIR.parent / "build"  # source checkout: scikit-build-core or plain CMake build dirs
+    # a source checkout's build dirs first (pip install -e . builds there too, so they are the freshest)
+    build = _PACKAGE_DIR.parent / "build"
     if build.is_dir():
         dirs += sorted(p for p in build.iterdir() if p.is_dir()) + [build]
+    # installed wheel; editable installs put the libraries beside the package's other path entries
+    dirs += [Path(p) / "lib" for p in sys.modules[__package__].__path__]
     return dirs
 
 

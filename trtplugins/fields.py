@@ -51,8 +51,8 @@ def field_array(spec: ops.OpSpec, f: ops.Field, value: Any, trt) -> tuple[np.nda
         raise ValueError(f"{where} must be a non-empty 1-D array, got shape {arr.shape}")
     if arr.dtype == np.float16:
         return np.ascontiguousarray(arr), T.FLOAT16
-    if arr.dtype == _bf16_dtype():
-        return np.ascontiguousarray(arr), T.BF16
+    if arr.dtype == _bf16_dtype():  # the buffer protocol has no bfloat16: pass the bits
+        return np.ascontiguousarray(arr).view(np.uint16), T.BF16
     return np.ascontiguousarray(arr, dtype=np.float32), T.FLOAT32
 
 
@@ -83,6 +83,7 @@ def create_plugin(name: str, *, version: str = ops.VERSION, namespace: str = ops
     Raises on unknown, missing or mistyped attributes, and when the creator
     rejects the values (its reason is in the TensorRT log).
     """
+    ops.spec(name)  # unknown names fail here, with the list of known ones
     trt = trt_module()
     registry = registry if registry is not None else trt.get_plugin_registry()
     creator = registry.get_creator(name, version, namespace)

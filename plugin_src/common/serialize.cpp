@@ -39,6 +39,7 @@ Reader::Reader(const void* data, size_t length, const char* plugin) : mPlugin(pl
     if (get<uint32_t>(bytes) != kBlobMagic) fail("%s: serialized data is not a trtplugins blob (bad magic)", plugin);
     uint16_t format = get<uint16_t>(bytes + 4);
     if (format != kBlobFormat) fail("%s: unsupported blob format %u (this library reads %u)", plugin, format, kBlobFormat);
+    if (get<uint16_t>(bytes + 6) != 0) fail("%s: serialized data has a bad header (reserved bits set)", plugin);
     uint32_t payload = get<uint32_t>(bytes + 8);
     if (payload != length - kBlobHeader)
         fail("%s: serialized data has %zu payload bytes, header says %u (truncated or padded)", plugin, length - kBlobHeader, payload);

@@ -6,7 +6,10 @@
 
 #define TRTP_EXPORT extern "C" __attribute__((visibility("default")))
 
-TRTP_EXPORT void setLoggerFinder(nvinfer1::ILoggerFinder* finder) { trtp::setLoggerFinder(finder); }
+// Another major's ILoggerFinder has another vtable: only a matching one is kept.
+TRTP_EXPORT void setLoggerFinder(nvinfer1::ILoggerFinder* finder) {
+    if (trtp::runtimeMatches()) trtp::setLoggerFinder(finder);
+}
 
 TRTP_EXPORT nvinfer1::IPluginCreatorInterface* const* getCreators(int32_t& nbCreators) {
     nbCreators = 0;

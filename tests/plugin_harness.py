@@ -1,0 +1,153 @@
+"""ctypes driver for libtrtplugins_trt<N>_harness.so: plugin methods called the
+way TensorRT calls them, with real descriptors, without a TensorRT library.
+CPU-only methods (creation, serialization, output dims/types, formats,
+configure, workspace) run anywhere; initialize/enqueue need a GPU."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+
+from trtplugins import ops
+from trtplugins._lib import search_dirs
+
+# nvinfer1::DataType / TensorFormat / PluginFieldType values (same in 10.x and 11.x headers).
+FLOAT, HALF, INT8, INT32, BOOL, UINT8, FP8, BF16, INT64 = 0, 1, 2, 3, 4, 5, 6, 7, 8
+LINEAR, CHW2 = 0, 1
+PF_FLOAT16, PF_FLOAT32, PF_FLOAT64, PF_INT8, PF_INT16, PF_INT32, PF_CHAR, PF_DIMS, PF_UNKNOWN, PF_BF16, PF_INT64 = range(11)
+
+_c = ctypes
+_P, _I, _L, _Z = _c.c_void_p, _c.c_int, _c.POINTER(_c.c_int64), _c.c_size_t
+_SIGNATURES = {
+    "th_trt_major": (_I, []),
+    "th_create": (_P, [_c.c_char_p, _I, _c.POINTER(_c.c_char_p), _c.POINTER(_I), _c.POINTER(_P), _c.POINTER(_I)]),
+    "th_deserialize": (_P, [_c.c_char_p, _c.c_char_p, _Z]),
+    "th_serialize": (_Z, [_P, _P, _Z]),
+    "th_clone": (_P, [_P]),
+    "th_destroy": (None, [_P]),
+    "th_nb_outputs": (_I, [_P]),
+    "th_initialize": (_I, [_P]),
+    "th_terminate": (None, [_P]),
+    "th_output_type": (_I, [_P, _I, _c.POINTER(_I), _I]),
+    "th_output_dims": (_I, [_P, _I, _I, _L, _L]),
+    "th_supports": (_I, [_P, _I, _I, _I, _c.POINTER(_I), _c.POINTER(_I)]),
+    "th_configure": (None, [_P, _I, _I, _c.POINTER(_I), _L]),
+    "th_workspace": (_Z, [_P, _I, _I, _c.POINTER(_I), _L]),
+    "th_enqueue": (_I, [_P, _I, _I, _c.POINTER(_I), _L, _c.POINTER(_P), _c.POINTER(_P), _P, _P]),
+}
+
+
+def find_harness(major: int) -> Path | None:
+    name = f"libtrtplugins_trt{major}_harness.so"
+    for d in search_dirs():
+        if (d / name).is_file():
+            return d / name
+    return None
+
+
+def _ints(values) -> ctypes.Array:
+    return (ctypes.c_int * max(1, len(values)))(*values)
+
+
+def _dims(shapes) -> ctypes.Array:
+    flat = []
+    for s in shapes:
+        block = [len(s), *s] + [0] * (8 - len(s))
+        flat += block
+    return (ctypes.c_int64 * max(1, len(flat)))(*flat)
+
+
+class Harness:
+    def __init__(self, path: Path):
+        self.lib = ctypes.CDLL(str(path))
+        for name, (res, args) in _SIGNATURES.items():
+            fn = getattr(self.lib, name)
+            fn.restype, fn.argtypes = res, args
+        self.major = self.lib.th_trt_major()
+
+    def create(self, name: str, raw_fields: list[tuple[str, int, np.ndarray]]) -> "Plugin | None":
+        """raw_fields: (name, PluginFieldType, data array); the length is the array size."""
+        keep = [np.ascontiguousarray(a) for _, _, a in raw_fields]
+        names = (ctypes.c_char_p * max(1, len(raw_fields)))(*[n.encode() for n, _, _ in raw_fields])
+        types = _ints([t for _, t, _ in raw_fields])
+        data = (ctypes.c_void_p * max(1, len(raw_fields)))(*[a.ctypes.data for a in keep])
+        lengths = _ints([a.size for a in keep])
+        ptr = self.lib.th_create(name.encode(), len(raw_fields), names, types, data, lengths)
+        return Plugin(self, name, ptr) if ptr else None
+
+    def create_from(self, name: str, **attrs) -> "Plugin":
+        """Typed fields from Python values, as trtplugins.create_plugin builds them."""
+        raw = []
+        for f in ops.spec(name).fields:
+            v = attrs.get(f.name)
+            if v is None:
+                continue
+            if f.kind == "string":
+                raw.append((f.name, PF_CHAR, np.frombuffer(v.encode() + b"\0", np.int8)))
+            elif f.kind == "float":
+                raw.append((f.name, PF_FLOAT32, np.array([v], np.float32)))
+            elif f.kind == "int":
+                raw.append((f.name, PF_INT32, np.array([int(v)], np.int32)))
+            else:
+                a = np.asarray(v)
+                raw.append((f.name, PF_FLOAT16 if a.dtype == np.float16 else PF_FLOAT32,
+                            a if a.dtype == np.float16 else a.astype(np.float32)))
+        plugin = self.create(name, raw)
+        assert plugin is not None, f"{name} creation failed for {sorted(attrs)}"
+        return plugin
+
+    def deserialize(self, name: str, blob: bytes) -> "Plugin | None":
+        ptr = self.lib.th_deserialize(name.encode(), blob, len(blob))
+        return Plugin(self, name, ptr) if ptr else None
+
+
+class Plugin:
+    def __init__(self, h: Harness, name: str, ptr: int):
+        self.h, self.lib, self.name, self.ptr = h, h.lib, name, ptr
+
+    def __del__(self):
+        if getattr(self, "ptr", None):
+            self.lib.th_destroy(self.ptr)
+            self.ptr = None
+
+    @property
+    def nb_outputs(self) -> int:
+        return self.lib.th_nb_outputs(self.ptr)
+
+    def serialize(self) -> bytes:
+        n = self.lib.th_serialize(self.ptr, None, 0)
+        buf = ctypes.create_string_buffer(n)
+        assert self.lib.th_serialize(self.ptr, buf, n) == n
+        return buf.raw
+
+    def clone(self) -> "Plugin":
+        return Plugin(self.h, self.name, self.lib.th_clone(self.ptr))
+
+    def output_type(self, index: int, in_types: list[int]) -> int:
+        return self.lib.th_output_type(self.ptr, index, _ints(in_types), len(in_types))
+
+    def output_dims(self, index: int, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+        out = (ctypes.c_int64 * 9)()
+        n = self.lib.th_output_dims(self.ptr, index, len(in_shapes), _dims(in_shapes), out)
+        return None if n < 0 else tuple(out[1 : 1 + n])
+
+    def supports(self, pos: int, types: list[int], nb_inputs: int, formats: list[int] | None = None) -> bool:
+        formats = formats or [LINEAR] * len(types)
+        return bool(self.lib.th_supports(self.ptr, pos, nb_inputs, len(types) - nb_inputs, _ints(types), _ints(formats)))
+
+    def configure(self, types: list[int], shapes: list[tuple[int, ...]], nb_inputs: int) -> None:
+        self.lib.th_configure(self.ptr, nb_inputs, len(types) - nb_inputs, _ints(types), _dims(shapes))
+
+    def workspace(self, types: list[int], shapes: list[tuple[int, ...]], nb_inputs: int) -> int:
+        return self.lib.th_workspace(self.ptr, nb_inputs, len(types) - nb_inputs, _ints(types), _dims(shapes))
+
+    def initialize(self) -> int:
+        return self.lib.th_initialize(self.ptr)
+
+    def enqueue(self, types, shapes, inputs: list[int], outputs: list[int], stream: int = 0) -> int:
+        """types/shapes: inputs then outputs; inputs/outputs: device pointers."""
+        ins = (ctypes.c_void_p * len(inputs))(*inputs)
+        outs = (ctypes.c_void_p * len(outputs))(*outputs)
+        return self.lib.th_enqueue(self.ptr, len(inputs), len(outputs), _ints(types), _dims(shapes), ins, outs, None, stream)
