@@ -1,0 +1,144 @@
+"""The plugin adapters on the GPU, driven the way TensorRT drives them:
+created by the real creators, configured, initialized, enqueued with real
+PluginTensorDesc descriptors (harness built against each major's headers).
+Their output must be bit-identical to the bare kernel's and match the numpy
+reference; bad descriptors make enqueue return an error, never crash."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from plugin_harness import BF16, FLOAT, HALF, INT32, Harness, find_harness  # noqa: E402
+
+from trtplugins import kernels, reference  # noqa: E402
+
+TRT_TYPE = {"float32": FLOAT, "float16": HALF, "bfloat16": BF16}
+# Tolerance vs the float64 reference, relative to max(|ref|, 1): FP32 arithmetic
+# with erff/expf; FP16/BF16 add one rounding of the output (2^-11 and 2^-8).
+TOL = {"float32": 2e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
+SHAPES = [(1, 768), (3, 5, 1024), (37, 7), (2, 3, 4096), (1, 16384), (0, 768)]
+
+
+@pytest.fixture(scope="module", params=[10, 11], ids=lambda m: f"trt{m}")
+def h(request, torch):
+    path = find_harness(request.param)
+    if path is None:
+        pytest.skip(f"harness for TensorRT {request.param} not built (needs TensorRT {request.param} headers)")
+    return Harness(path)
+
+
+def tensor(torch, shape, dtype, seed, scale=1.0):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return (torch.randn(*shape, generator=g) * scale).to(getattr(torch, dtype)).cuda()
+
+
+def as_np(t):
+    return t.float().cpu().numpy() if str(t.dtype) == "torch.bfloat16" else t.cpu().numpy()
+
+
+def check_close(out, ref, dtype):
+    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    scale = max(float(np.abs(ref).max(initial=0.0)), 1.0)
+    err = float(np.abs(out - ref).max(initial=0.0)) / scale
+    assert np.isfinite(out).all() and err <= TOL[dtype], err
+    return err
+
+
+def run_plugin(torch, p, dtype, inputs, n_out):
+    shape = tuple(inputs[0].shape)
+    outs = [torch.full_like(inputs[0], float("nan")) for _ in range(n_out)]  # poisoned
+    types = [TRT_TYPE[dtype]] * (len(inputs) + n_out)
+    shapes = [shape] * (len(inputs) + n_out)
+    p.configure(types, [(-1,) + shape[1:]] * len(shapes), len(inputs))
+    assert p.initialize() == 0
+    stream = torch.cuda.current_stream().cuda_stream
+    rc = p.enqueue(types, shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream)
+    torch.cuda.synchronize()
+    assert rc == 0
+    return outs
+
+
+@pytest.mark.parametrize("dtype", list(TRT_TYPE))
+@pytest.mark.parametrize("activation", ["gelu", "gelu_tanh", "relu6", "silu", "quick_gelu", "hard_swish"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_bias_activation_plugin(h, torch, record, dtype, activation, shape):
+    hidden = shape[-1]
+    x = tensor(torch, shape, dtype, 1, 3.0)
+    bias = np.random.default_rng(2).standard_normal(hidden).astype(np.float32)
+    p = h.create_from("BiasActivation", activation=activation, bias=bias)
+    (y,) = run_plugin(torch, p, dtype, [x], 1)
+    bare = kernels.bias_activation(x, torch.from_numpy(bias).cuda(), activation)
+    assert torch.equal(y, bare), "plugin enqueue and bare kernel differ"
+    err = check_close(as_np(y), reference.bias_activation(as_np(x), bias, activation), dtype)
+    record("plugin:BiasActivation", f"trt{h.major}:{activation}", dtype, shape, err, err / TOL[dtype])
+
+
+NORM_CASES = list(itertools.product(["layer", "rms"], [False, True], [False, True]))
+
+
+@pytest.mark.parametrize("dtype", list(TRT_TYPE))
+@pytest.mark.parametrize("norm,with_skip,output_sum", NORM_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_skip_norm_plugin(h, torch, record, dtype, norm, with_skip, output_sum, shape):
+    hidden = shape[-1]
+    rng = np.random.default_rng(3)
+    gamma, beta, bias = (rng.standard_normal(hidden).astype(np.float32) for _ in range(3))
+    x = tensor(torch, shape, dtype, 4, 2.0)
+    skip = tensor(torch, shape, dtype, 5)
+    inputs = [x, skip] if with_skip else [x]
+    p = h.create_from("SkipNorm", norm=norm, gamma=gamma, beta=beta, bias=bias, epsilon=1e-5, output_sum=int(output_sum))
+    outs = run_plugin(torch, p, dtype, inputs, 2 if output_sum else 1)
+    cu = lambda a: torch.from_numpy(a).cuda()
+    bare = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), bias=cu(bias),
+                             norm=norm, epsilon=1e-5, output_sum=output_sum)
+    bare = bare if isinstance(bare, tuple) else (bare,)
+    assert all(torch.equal(a, b) for a, b in zip(outs, bare)), "plugin enqueue and bare kernel differ"
+    ref = reference.skip_norm(as_np(x), as_np(skip) if with_skip else None, gamma=gamma, beta=beta, bias=bias,
+                              norm=norm, epsilon=1e-5, output_sum=output_sum)
+    ref = ref if isinstance(ref, tuple) else (ref,)
+    err = max(check_close(as_np(o), r, dtype) for o, r in zip(outs, ref))
+    record("plugin:SkipNorm", f"trt{h.major}:{norm}{'+skip' if with_skip else ''}{'+sum' if output_sum else ''}",
+           dtype, shape, err, err / TOL[dtype])
+
+
+def test_deserialized_and_cloned_plugins_compute_the_same(h, torch):
+    gamma = np.linspace(0.5, 1.5, 1024).astype(np.float32)
+    p = h.create_from("SkipNorm", norm="rms", gamma=gamma, epsilon=1e-6)
+    x, s = tensor(torch, (9, 1024), "float16", 7), tensor(torch, (9, 1024), "float16", 8)
+    (want,) = run_plugin(torch, p, "float16", [x, s], 1)
+    clone = p.clone()  # shares the initialized device weights
+    again = h.deserialize("SkipNorm", p.serialize())
+    for q in (clone, again):
+        (got,) = run_plugin(torch, q, "float16", [x, s], 1)
+        assert torch.equal(got, want)
+    del p  # the clone keeps the shared weights alive
+    (got,) = run_plugin(torch, clone, "float16", [x, s], 1)
+    assert torch.equal(got, want)
+
+
+def test_enqueue_rejects_bad_descriptors(h, torch, capfd):
+    gamma = np.ones(64, np.float32)
+    p = h.create_from("SkipNorm", norm="layer", gamma=gamma)
+    x = tensor(torch, (4, 64), "float32", 9)
+    y = torch.empty_like(x)
+    p.configure([FLOAT, FLOAT], [(4, 64), (4, 64)], 1)
+    assert p.initialize() == 0
+    stream = torch.cuda.current_stream().cuda_stream
+    cases = [
+        ([FLOAT, FLOAT], [(4, 63), (4, 63)]),  # hidden != gamma
+        ([INT32, INT32], [(4, 64), (4, 64)]),  # unsupported type
+        ([FLOAT, HALF], [(4, 64), (4, 64)]),  # mixed types
+        ([FLOAT, FLOAT], [(-1, 64), (4, 64)]),  # unknown dim at run time
+    ]
+    for types, shapes in cases:
+        assert p.enqueue(types, shapes, [x.data_ptr()], [y.data_ptr()], stream) != 0, (types, shapes)
+    assert capfd.readouterr().err.count("SkipNorm::enqueue") == len(cases)
+    # and the plugin still works afterwards
+    assert p.enqueue([FLOAT, FLOAT], [(4, 64), (4, 64)], [x.data_ptr()], [y.data_ptr()], stream) == 0
+    torch.cuda.synchronize()

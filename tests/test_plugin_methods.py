@@ -1,0 +1,103 @@
+"""Plugin methods TensorRT's builder calls (output dims through a real
+IExprBuilder, output types, format combinations, configure, workspace),
+driven directly through the C ABI harness compiled against the real headers
+of each TensorRT major. CPU only: nothing here launches a kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from plugin_harness import BF16, BOOL, CHW2, FLOAT, HALF, INT8, INT32, PF_CHAR, PF_FLOAT32, Harness, find_harness
+
+MAJORS = [10, 11]
+
+
+@pytest.fixture(scope="module", params=MAJORS, ids=lambda m: f"trt{m}")
+def h(request):
+    path = find_harness(request.param)
+    if path is None:
+        pytest.skip(f"harness for TensorRT {request.param} not built (needs nvcc and TensorRT {request.param} headers)")
+    harness = Harness(path)
+    assert harness.major == request.param
+    return harness
+
+
+def norm(h, **kw):
+    attrs = dict(norm="layer", gamma=np.ones(16, np.float32))
+    attrs.update(kw)
+    return h.create_from("SkipNorm", **attrs)
+
+
+def test_output_dims_follow_input(h):
+    for shape in [(16,), (3, 16), (2, 5, 16), (1, 1, 1, 7, 16), (0, 16)]:
+        p = norm(h, output_sum=1)
+        assert p.output_dims(0, [shape, shape]) == shape
+        assert p.output_dims(1, [shape, shape]) == shape
+    p = h.create_from("BiasActivation", activation="gelu")
+    assert p.output_dims(0, [(4, 9, 1)]) == (4, 9, 1)
+
+
+def test_output_dims_reject_bad_index_or_inputs(h):
+    p = norm(h)  # one output
+    assert p.output_dims(1, [(2, 16)]) is None
+    assert p.output_dims(0, [(2, 16)] * 3) is None
+    assert h.create_from("BiasActivation", activation="relu").output_dims(0, []) is None
+
+
+def test_output_types(h):
+    p = norm(h, output_sum=1)
+    for t in (FLOAT, HALF, BF16):
+        assert p.output_type(0, [t, t]) == t and p.output_type(1, [t, t]) == t
+
+
+@pytest.mark.parametrize("nb_in,nb_out", [(1, 1), (2, 1), (1, 2), (2, 2)])
+def test_format_combinations_are_consistent(h, nb_in, nb_out):
+    p = norm(h, output_sum=int(nb_out == 2))
+    n = nb_in + nb_out
+    for t in (FLOAT, HALF, BF16):
+        for pos in range(n):
+            assert p.supports(pos, [t] * n, nb_in)  # all one float type: accepted
+            mixed = [t] * n
+            if pos:
+                mixed[pos] = FLOAT if t != FLOAT else HALF
+                assert not p.supports(pos, mixed, nb_in)  # mixing types never
+    for bad in (INT8, INT32, BOOL):
+        assert not p.supports(0, [bad] * n, nb_in)
+    assert not p.supports(0, [HALF] * n, nb_in, formats=[CHW2] * n)
+    assert not p.supports(n, [HALF] * n, nb_in)  # position out of range
+
+
+def test_format_rejects_wrong_io_counts(h):
+    assert not norm(h).supports(0, [HALF] * 4, 3)  # three inputs
+    assert not norm(h).supports(0, [HALF] * 3, 1)  # two outputs, one expected
+    assert not h.create_from("BiasActivation", activation="silu").supports(0, [HALF] * 3, 2)
+
+
+def test_configure_workspace_and_serialized_input_count(h):
+    p = norm(h, output_sum=1)
+    shapes = [(-1, 7, 16), (-1, 7, 16), (-1, 7, 16), (-1, 7, 16)]  # build time: dynamic dims are -1
+    p.configure([HALF] * 4, shapes, 2)
+    assert p.workspace([HALF] * 4, [(3, 7, 16)] * 4, 2) == 0
+    two = p.serialize()
+    p.configure([HALF] * 3, shapes[:1] + shapes[2:], 1)
+    one = p.serialize()
+    assert one != two  # the input count travels in the blob (enqueue gets none)
+    assert h.deserialize("SkipNorm", one).serialize() == one
+    assert p.clone().serialize() == one
+
+
+def test_configure_with_bad_shapes_logs_and_lives(h, capfd):
+    p = norm(h)
+    p.configure([FLOAT] * 2, [(4, 15), (4, 15)], 1)  # hidden 15 != gamma 16
+    assert "gamma has 16 values" in capfd.readouterr().err
+    p = norm(h)
+    p.configure([FLOAT] * 3, [(4, 16), (5, 16), (4, 16)], 2)  # skip shape differs
+    assert "skip dims" in capfd.readouterr().err
+
+
+def test_harness_creation_matches_registry_fields(h):
+    """The harness creates through the same creator list the registry gets."""
+    assert h.create("BiasActivation", [("activation", PF_CHAR, np.frombuffer(b"hard_swish\0", np.int8))]) is not None
+    assert h.create("BiasActivation", [("activation", PF_FLOAT32, np.ones(1, np.float32))]) is None
+    assert h.create("Nope", []) is None
