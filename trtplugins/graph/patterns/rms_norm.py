@@ -1,0 +1,28 @@
+"""RMSNorm as T5 and LLaMA export it: x * rsqrt(mean(x**2) + eps) * gamma, with rsqrt as
+Sqrt + Div, Sqrt + Reciprocal or 1 / Sqrt, through no-op Casts."""
+
+from __future__ import annotations
+
+from ..match import affine, close, guard, inv_std, need, reduce_last_axis, scalar
+from .base import NormPattern
+
+
+class RmsNorm(NormPattern):
+    name, norm, anchors = "rms_norm", "rms", ("Pow", "Mul")
+
+    def core(self, sq, ctx):
+        x = ctx.source(sq.inputs[0])
+        if sq.op == "Pow":
+            need(scalar(sq.inputs[1]) is not None)
+            guard(close(scalar(sq.inputs[1]), 2.0), f"Pow exponent {scalar(sq.inputs[1])} != 2")
+        else:
+            need(ctx.source(sq.inputs[1]) is x)
+        var = ctx.consumer(sq.outputs[0], "ReduceMean")
+        need(reduce_last_axis(var, ctx))
+        y, tail, eps = inv_std(ctx, var.outputs[0], x)
+        nodes = [sq, var] + tail
+        gamma = affine(ctx, y, "Mul")
+        if gamma:
+            y = gamma[1].outputs[0]
+            nodes.append(gamma[1])
+        return x, y, nodes, gamma and gamma[0], None, eps

@@ -1,0 +1,28 @@
+"""Sigmoid gates: SiLU x * Sigmoid(x), QuickGELU x * Sigmoid(1.702 x)."""
+
+from __future__ import annotations
+
+from ..match import close, guard, need, producer_op, product, split_const
+from .base import ActivationPattern
+
+
+class QuickGelu(ActivationPattern):
+    name, activation, anchors = "quick_gelu", "quick_gelu", ("Sigmoid",)
+
+    def core(self, sig, ctx):
+        mul = producer_op(sig.inputs[0], "Mul")
+        need(mul is not None and ctx.private(mul.outputs[0], [sig]))
+        x, k = split_const(mul) or (None, None)
+        need(x is not None and k.size == 1)
+        y, climbed = product(ctx, sig.outputs[0], x, 1.0)
+        guard(close(float(k.reshape(-1)[0]), 1.702), f"Sigmoid argument scale {float(k.reshape(-1)[0]):.6g} != 1.702")
+        return x, y, [mul, sig] + climbed
+
+
+class Silu(ActivationPattern):
+    name, activation, anchors = "silu", "silu", ("Sigmoid",)
+
+    def core(self, sig, ctx):
+        x = sig.inputs[0]
+        y, climbed = product(ctx, sig.outputs[0], x, 1.0)
+        return x, y, [sig] + climbed

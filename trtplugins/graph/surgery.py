@@ -1,0 +1,191 @@
+"""Apply the patterns to a model: match everything first, then one batch of edits,
+one cleanup + toposort + full check, and a report of what was replaced and what was left."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+import onnx_graphsurgeon as gs
+
+from .. import ops as plugin_ops
+from . import shapes as shape_info
+from .errors import GraphError
+from .io import check_supported
+from .match import Ctx, Skip
+from .patterns import Match, select
+
+
+@dataclass
+class Report:
+    nodes_before: int = 0
+    nodes_after: int = 0
+    replaced: list[dict] = field(default_factory=list)  # one per plugin node written
+    left: list[dict] = field(default_factory=list)  # candidates not replaced, with the reason
+
+    def counts(self) -> dict[str, dict]:
+        """Per pattern: plugin, matches replaced, original nodes removed, variants."""
+        out: dict[str, dict] = {}
+        for r in self.replaced:
+            c = out.setdefault(r["pattern"], {"plugin": r["plugin"], "matches": 0, "nodes_removed": 0, "variants": Counter()})
+            c["matches"] += 1
+            c["nodes_removed"] += len(r["nodes"])
+            c["variants"][r["variant"]] += 1
+        return {k: {**v, "variants": dict(v["variants"])} for k, v in out.items()}
+
+    def plugins(self) -> dict[str, int]:
+        return dict(Counter(r["plugin"] for r in self.replaced))
+
+    def to_dict(self) -> dict:
+        return {
+            "nodes_before": self.nodes_before,
+            "nodes_after": self.nodes_after,
+            "plugins": self.plugins(),
+            "patterns": self.counts(),
+            "replaced": self.replaced,
+            "left": self.left,
+        }
+
+    def __str__(self) -> str:
+        lines = [f"nodes: {self.nodes_before} -> {self.nodes_after}"]
+        for name, c in self.counts().items():
+            variants = ", ".join(f"{k} x{n}" for k, n in sorted(c["variants"].items()))
+            lines.append(f"  {name:<14} -> {c['plugin']:<15} {c['matches']:>3} matches, {c['nodes_removed']:>4} nodes removed  ({variants})")
+        if not self.replaced:
+            lines.append("  no pattern replaced")
+        for reason, n in Counter(f"{r['pattern']}: {r['reason']}" for r in self.left).items():
+            lines.append(f"  left {n:>3} x {reason}")
+        return "\n".join(lines)
+
+    def json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def policy(m: Match) -> str | None:
+    """Why the default policy leaves a match, or None to replace it."""
+    p = m.pattern
+    if p.native and "bias" not in m.attrs:
+        src = m.inputs[0].inputs[0].op if m.inputs[0].inputs else "graph input"
+        return f"lone {p.activation} after {src}: TensorRT fuses it natively (ask with --ops {p.name})"
+    if len(m.nodes) < 2:
+        return f"single {m.nodes[0].op} op: TensorRT runs it natively (ask with --ops {p.name})"
+    return None
+
+
+def _check_private(m: Match, ctx: Ctx) -> None:
+    ids = {id(n) for n in m.nodes}
+    outs = {id(t) for t in m.outputs}
+    for n in m.nodes:
+        for t in n.outputs:
+            if id(t) not in outs and not ctx.private(t, m.nodes):
+                raise Skip(f"intermediate {t.name!r} is used outside the pattern")
+    if any(id(p) in ids for t in m.inputs for p in t.inputs):
+        raise Skip("an input is computed inside the pattern")
+
+
+def _attrs(m: Match) -> dict:
+    spec = plugin_ops.spec(m.pattern.plugin)
+    attrs = {}
+    for f in spec.fields:
+        if f.name not in m.attrs:
+            continue
+        v = m.attrs[f.name]
+        attrs[f.name] = gs.Constant(f.name, np.asarray(v, np.float32)) if f.kind == "weights" else v
+    attrs["plugin_version"] = spec.version
+    return attrs
+
+
+def _typed(t: gs.Variable, ctx: Ctx) -> None:
+    """Give a plugin output the dtype/shape shape inference found (it cannot see through plugins)."""
+    info = ctx.shapes.get(t.name)
+    if info is None:
+        return
+    if t.dtype is None and info[0]:
+        t.dtype = onnx.helper.tensor_dtype_to_np_dtype(info[0])
+    if t.shape is None and info[1] is not None:
+        t.shape = [d if d is not None else "" for d in info[1]]
+
+
+def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[onnx.ModelProto, Report]:
+    """Replace fusable subgraphs with plugin nodes. Never mutates model.
+
+    ops: None for the default policy, else pattern names / plugin names / "default" / "all"
+    (see patterns.select); a pattern named explicitly is replaced wherever it matches."""
+    check_supported(model)
+    try:
+        selection = select(ops)
+    except ValueError as e:
+        raise GraphError(str(e)) from None
+    ctx = Ctx(gs.import_onnx(model), shape_info.infer(model))
+    graph = ctx.graph
+    report = Report(nodes_before=len(model.graph.node))
+    claimed: set[int] = set()
+    matches: list[Match] = []
+    for pattern, forced in selection:
+        for node in list(graph.nodes):
+            if node.op not in pattern.anchors or id(node) in claimed:
+                continue
+            try:
+                m = pattern.match(node, ctx)
+                _check_private(m, ctx)
+            except Skip as e:
+                if e.guard:
+                    report.left.append({"pattern": pattern.name, "anchor": node.name, "reason": e.reason})
+                continue
+            if any(id(n) in claimed for n in m.nodes):
+                continue
+            reason = None if forced else policy(m)
+            if reason:
+                report.left.append({"pattern": pattern.name, "anchor": node.name, "reason": reason})
+                continue
+            claimed.update(id(n) for n in m.nodes)
+            matches.append(m)
+
+    if not matches:
+        out = onnx.ModelProto()
+        out.CopyFrom(model)
+        report.nodes_after = report.nodes_before
+        return out, report
+
+    names = {n.name for n in graph.nodes}
+    for i, m in enumerate(matches):
+        for n in m.nodes:
+            n.inputs.clear()
+            n.outputs.clear()
+        for t in m.outputs:
+            _typed(t, ctx)
+        name = f"{m.pattern.plugin}_{i}"
+        while name in names:
+            name += "_"
+        names.add(name)
+        graph.nodes.append(gs.Node(m.pattern.plugin, name, _attrs(m), list(m.inputs), list(m.outputs), domain=plugin_ops.DOMAIN))
+        report.replaced.append({
+            "pattern": m.pattern.name, "plugin": m.pattern.plugin, "variant": m.variant, "node": name,
+            "anchor": m.anchor.name, "nodes": [n.name for n in m.nodes],
+        })
+    graph.cleanup(remove_unused_graph_inputs=False).toposort()
+    out = gs.export_onnx(graph)
+    _restore_header(model, out)
+    try:
+        onnx.checker.check_model(out, full_check=True)
+    except Exception as e:
+        raise GraphError(f"substituted model fails onnx.checker (a bug in trtplugins.graph): {e}") from e
+    report.nodes_after = len(out.graph.node)
+    return out, report
+
+
+
+def _restore_header(src: onnx.ModelProto, out: onnx.ModelProto) -> None:
+    """Keep the source's IR version, producer and metadata; import the plugin domain."""
+    out.ir_version = src.ir_version
+    out.producer_name, out.producer_version = src.producer_name, src.producer_version
+    out.domain, out.model_version, out.doc_string = src.domain, src.model_version, src.doc_string
+    del out.metadata_props[:]
+    out.metadata_props.extend(src.metadata_props)
+    del out.opset_import[:]
+    out.opset_import.extend(src.opset_import)
+    if not any(o.domain == plugin_ops.DOMAIN for o in out.opset_import):
+        out.opset_import.append(onnx.helper.make_opsetid(plugin_ops.DOMAIN, 1))
