@@ -124,3 +124,20 @@ def test_trt_engine_fp32_fp16(demo):
     for prec in ("fp32", "fp16"):
         r = V.validate(str(demo), target="trt", precision=prec, shapes={"x": (2, 64, 64)}, log=lambda *_: None)
         assert r.passed, r.table()
+
+
+def test_inputs_match_polygraphy_cli_seed(demo, tmp_path):
+    """`polygraphy run --seed N` generates the same inputs as validate.py --seed N (README command)."""
+    from polygraphy.json import load_json
+
+    import shutil
+
+    if not shutil.which("polygraphy"):
+        pytest.skip("polygraphy CLI not on PATH")
+    inp = tmp_path / "inputs.json"
+    r = subprocess.run(["polygraphy", "run", str(demo), "--onnxrt", "--seed", "4", "--input-shapes", "x:[2,8,64]",
+                        "--save-inputs", str(inp)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    model = onnx.load(demo)
+    ours = next(iter(DataLoader(seed=4, input_metadata=V._metadata(model, {"x": (2, 8, 64)}))))
+    assert np.array_equal(load_json(str(inp))[0]["x"], ours["x"])
