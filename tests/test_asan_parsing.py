@@ -1,0 +1,62 @@
+"""Blob and field parsing under AddressSanitizer: every truncation, every
+corrupted byte and malformed field collections are rejected without one
+out-of-bounds read. Uses the harness built with -DTRTPLUGINS_ASAN=ON in
+build-asan/ (.ci/run builds it), run in its own process with libasan preloaded."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = r"""
+import sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from plugin_harness import Harness, PF_CHAR, PF_FLOAT32, PF_FLOAT16, PF_INT32
+h = Harness({lib!r})
+p = h.create_from("SkipNorm", norm="rms", gamma=np.ones(5, np.float32), beta=np.ones(5, np.float16), output_sum=1)
+blob = p.serialize()
+rejected = 0
+for n in range(len(blob)):
+    assert h.deserialize("SkipNorm", blob[:n]) is None; rejected += 1
+for i in range(len(blob)):
+    for flip in (1, 0x80, 0xFF):
+        bad = bytearray(blob); bad[i] ^= flip
+        assert h.deserialize("SkipNorm", bytes(bad)) is None; rejected += 1
+assert h.deserialize("SkipNorm", blob).serialize() == blob
+b = h.create_from("BiasActivation", activation="gelu", bias=np.arange(3, dtype=np.float32)).serialize()
+assert h.deserialize("SkipNorm", b) is None and h.deserialize("BiasActivation", b[:-4]) is None
+chars = lambda s: np.frombuffer(s, np.int8)
+for fields in [
+    [("norm", PF_CHAR, chars(b"layer"))],                         # no NUL, gamma missing
+    [("norm", PF_CHAR, chars(b"r")), ("gamma", PF_FLOAT32, np.ones(1, np.float32))],
+    [("norm", PF_CHAR, chars(b"rms\0")), ("gamma", PF_FLOAT16, np.ones(3, np.float16)), ("epsilon", PF_INT32, np.ones(1, np.int32))],
+    [("norm", PF_CHAR, chars(b"rms\0")), ("gamma", PF_FLOAT16, np.ones(3, np.float16)), ("output_sum", PF_INT32, np.ones(2, np.int32))],
+]:
+    assert h.create("SkipNorm", fields) is None; rejected += 1
+print("rejected", rejected)
+"""
+
+
+@pytest.mark.parametrize("major", [10, 11])
+def test_parsing_has_no_out_of_bounds_reads(major):
+    lib = ROOT / "build-asan" / f"libtrtplugins_trt{major}_harness.so"
+    if not lib.is_file():
+        pytest.skip(f"{lib} not built (cmake -S plugin_src -B build-asan -DTRTPLUGINS_ASAN=ON; .ci/run does)")
+    asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isabs(asan):
+        pytest.skip("libasan (gcc's AddressSanitizer runtime) not found")
+    stdcxx = subprocess.run(["gcc", "-print-file-name=libstdc++.so"], capture_output=True, text=True).stdout.strip()
+    # libstdc++ preloaded too, so ASan can intercept __cxa_throw (python itself does not link it)
+    env = dict(os.environ, LD_PRELOAD=f"{asan} {stdcxx}", ASAN_OPTIONS="detect_leaks=0", PYTHONMALLOC="malloc", PYTHONPATH=str(ROOT))
+    code = SCRIPT.format(tests=str(ROOT / "tests"), lib=str(lib))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert "AddressSanitizer" not in r.stderr, r.stderr[-4000:]
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "rejected" in r.stdout and int(r.stdout.split()[-1]) > 300
