@@ -1,7 +1,7 @@
 """Validate an engine with plugins against ONNX Runtime, through Polygraphy's Python API.
 
 Reference: ONNX Runtime (CPU) on the ORIGINAL FP32 model (it cannot run plugin
-nodes). Targets, compared with Polygraphy's Comparator and CompareFunc.simple:
+nodes). Targets, compared with Polygraphy's Comparator and SimpleCompareFunc:
   trt  the TensorRT engine (--engine, or built here with the plugins); needs `tensorrt`
   cpu  the substituted (and with --fp16, FP16-converted) model evaluated on the CPU,
        plugin nodes through the numpy reference (trtplugins.graph.evaluate)
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +44,11 @@ class ValidationError(B.BuildError):
 def _polygraphy():
     try:
         from polygraphy.backend.onnxrt import OnnxrtRunner, SessionFromOnnx
-        from polygraphy.comparator import CompareFunc, Comparator, DataLoader
+        from polygraphy.comparator import Comparator, DataLoader, SimpleCompareFunc
         from polygraphy.logger import G_LOGGER
     except ImportError as e:
         raise ValidationError(f"Polygraphy / ONNX Runtime not installed ({e}): pip install polygraphy onnxruntime")
-    return OnnxrtRunner, SessionFromOnnx, CompareFunc, Comparator, DataLoader, G_LOGGER
+    return OnnxrtRunner, SessionFromOnnx, SimpleCompareFunc, Comparator, DataLoader, G_LOGGER
 
 
 def _np_dtype(elem_type: int):
@@ -93,7 +94,9 @@ def _cpu_runner(model, name):
                                      for vi in model.graph.input})
 
         def infer_impl(self, feed_dict):
+            t0 = time.perf_counter()
             out = evaluate(model, feed_dict)
+            self.inference_time = time.perf_counter() - t0
             return OrderedDict((o.name, np.asarray(out[o.name])) for o in model.graph.output)
 
     return CpuRunner()
@@ -102,10 +105,9 @@ def _cpu_runner(model, name):
 def compare(target, reference, loader, atol: float, rtol: float) -> tuple[dict[str, dict], bool]:
     """Run both Polygraphy runners on the loader's feeds and compare with CompareFunc.simple.
     Returns per-output {max_abs, max_rel, mean_abs, passed} (worst over iterations) and overall pass."""
-    *_, CompareFunc, Comparator, _, _ = _polygraphy()
+    *_, SimpleCompareFunc, Comparator, _, _ = _polygraphy()
     results = Comparator.run([target, reference], data_loader=loader)  # reference second: rel diff against it
-    acc = Comparator.compare_accuracy(results, compare_func=CompareFunc.simple(atol=atol, rtol=rtol,
-                                                                               check_shapes=True))
+    acc = Comparator.compare_accuracy(results, compare_func=SimpleCompareFunc(atol=atol, rtol=rtol, check_shapes=True))
     pair = acc if hasattr(acc, "keys") else acc[0]  # 0.53 returns a list of AccuracyResult
     outputs: dict[str, dict] = {}
     for per_iter in pair[(target.name, reference.name)]:
@@ -151,7 +153,7 @@ def validate(
     plugins: str | None = None,
     log=print,
 ) -> Result:
-    OnnxrtRunner, SessionFromOnnx, CompareFunc, Comparator, DataLoader, G_LOGGER = _polygraphy()
+    OnnxrtRunner, SessionFromOnnx, _, _, DataLoader, _ = _polygraphy()
     if precision not in DEFAULT_TOL:
         raise ValidationError(f"precision {precision!r}: expected fp32 or fp16")
     fp16 = precision == "fp16"

@@ -75,6 +75,23 @@ def policy(m: Match) -> str | None:
     return None
 
 
+def _absorb_glue(m: Match, ctx: Ctx) -> None:
+    """Take in the no-op Casts/Identities between matched nodes (LLaMA's .to(dtype))."""
+    ids = {id(n) for n in m.nodes}
+    grown = True
+    while grown:
+        grown = False
+        for t in [t for n in m.nodes for t in n.outputs] + [t for n in m.nodes for t in n.inputs]:
+            for glue in list(t.outputs) + list(t.inputs):
+                if id(glue) in ids or glue.op not in ("Cast", "Identity") or not glue.outputs or glue.outputs[0] in m.inputs:
+                    continue
+                src, out = glue.inputs[0], glue.outputs[0]
+                if ctx.source(out) is ctx.source(src) and ctx.private(out, m.nodes) and out.outputs:
+                    m.nodes.append(glue)
+                    ids.add(id(glue))
+                    grown = True
+
+
 def _check_private(m: Match, ctx: Ctx) -> None:
     ids = {id(n) for n in m.nodes}
     outs = {id(t) for t in m.outputs}
@@ -130,6 +147,7 @@ def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[on
                 continue
             try:
                 m = pattern.match(node, ctx)
+                _absorb_glue(m, ctx)
                 _check_private(m, ctx)
             except Skip as e:
                 if e.guard:
