@@ -103,7 +103,7 @@ def _cpu_runner(model, name):
 
 
 def compare(target, reference, loader, atol: float, rtol: float) -> tuple[dict[str, dict], bool]:
-    """Run both Polygraphy runners on the loader's feeds and compare with CompareFunc.simple.
+    """Run both Polygraphy runners on the loader's feeds and compare with SimpleCompareFunc.
     Returns per-output {max_abs, max_rel, mean_abs, passed} (worst over iterations) and overall pass."""
     *_, SimpleCompareFunc, Comparator, _, _ = _polygraphy()
     results = Comparator.run([target, reference], data_loader=loader)  # reference second: rel diff against it
