@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Replace fusable subgraphs of an ONNX model with trtplugins plugin nodes.
+
+  python scripts/substitute_plugins.py in.onnx -o out.onnx [--ops ...] [--dry-run] [--report FILE.json] [--fp16]
+
+Prints per pattern how many matches were replaced and how many nodes removed, and what
+was left and why. --fp16 also converts the result to FP16 (FP32 I/O kept): the way to
+get FP16 engines on TensorRT 11, whose networks are strongly typed. The input file is
+never modified."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clean clone
+
+from trtplugins.graph import GraphError, convert_fp16, load_model, substitute  # noqa: E402
+from trtplugins.graph.patterns import BY_NAME  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", type=Path, help="input .onnx (never modified)")
+    ap.add_argument("-o", "--output", type=Path, help="output .onnx (required unless --dry-run)")
+    ap.add_argument("--ops", nargs="+", metavar="NAME",
+                    help=f"patterns to force ({', '.join(BY_NAME)}), plugin names, 'default' or 'all'; default: the default policy")
+    ap.add_argument("--dry-run", action="store_true", help="match and report only, write no model")
+    ap.add_argument("--report", type=Path, help="write the report as JSON")
+    ap.add_argument("--fp16", action="store_true", help="convert the result to FP16 (FP32 I/O kept)")
+    args = ap.parse_args(argv)
+    if not args.dry_run and args.output is None:
+        ap.error("-o/--output is required unless --dry-run")
+    if args.output is not None and args.output.resolve() == args.model.resolve():
+        ap.error("refusing to overwrite the input model; choose another -o")
+    try:
+        model = load_model(args.model)
+        out, report = substitute(model, args.ops)
+        if args.fp16:
+            out = convert_fp16(out)
+    except GraphError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(report)
+    if args.report:
+        args.report.write_text(report.json())
+    if not args.dry_run:
+        import onnx
+
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(out, str(args.output))
+        print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
