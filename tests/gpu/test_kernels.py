@@ -1,0 +1,172 @@
+"""Every kernel path against trtplugins.reference (numpy, float64), on a real GPU.
+
+Tolerances, per element, with scale = max(max|ref|, 1) of the tensor compared:
+  float32:  |out - ref| <= 1e-5 * scale.  FP32 math with FP32 statistics; rounding of one FP32
+            op is 6e-8 relative, erff/tanhf/__expf/rsqrtf add a few ulp, a 16384-term FP32 sum
+            a few 1e-7: 1e-5 leaves ~10x margin and still catches any real bug.
+  float16:  |out - ref| <= 2e-3 * scale + 2e-3 * |ref|.  The output alone is rounded to fp16
+            (half an ulp = 2^-11 = 4.9e-4 relative), so ~1-2 ulp of the output; the atol term
+            covers outputs near 0 produced by cancellation (x - mean, x + bias).
+  bfloat16: 8x the float16 bounds (bf16 has 3 fewer mantissa bits: half an ulp = 2^-8 = 3.9e-3).
+The reference sees the very inputs the kernel sees (rounded to the I/O type, then float64).
+Outputs are poisoned with NaN before each launch, so an unwritten element fails.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from trtplugins import kernels, ops, reference
+
+DTYPES = ("float32", "float16", "bfloat16")
+TOL = {"float32": (1e-5, 0.0), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2)}
+HIDDENS = (1, 7, 64, 320, 768, 1024, 2048, 4096, 5120, 16384, 20000)
+ROWS = (1, 3, 37, 1025)
+# Odd hidden sizes (scalar path: not a multiple of the 16-byte width) and, with offset 1,
+# unaligned pointers, across the warp, block, block-scalar and fallback paths.
+ODD = ((5, 1001), (3, 8190), (2, 12001), (37, 768), (3, 4096), (2, 16384), (2, 20000), (1025, 7))
+
+
+def grid(max_elems: int):
+    shapes = [(0, 768)]
+    for h in HIDDENS:
+        shapes += [(r, h) for r in ROWS if r == 1 or r * h <= max_elems]
+    return shapes
+
+
+def tdtype(torch, name):
+    return getattr(torch, name)
+
+
+def alloc(torch, shape, dtype, offset=0):
+    """A NaN-poisoned tensor of `shape`, `offset` elements into its buffer (offset 1: unaligned)."""
+    n = int(np.prod(shape))
+    buf = torch.full((n + offset + 8,), float("nan"), dtype=dtype, device="cuda")
+    return buf[offset : offset + n].view(shape)
+
+
+def randn(torch, gen, shape, dtype, offset=0, scale=1.0, shift=0.0):
+    t = alloc(torch, shape, dtype, offset)
+    t.copy_(torch.randn(shape, generator=gen, device="cuda") * scale + shift)
+    return t
+
+
+def f64(t):
+    return t.detach().float().cpu().numpy().astype(np.float64)
+
+
+def check(record, op, variant, dtype, shape, out, ref):
+    got = f64(out)
+    assert got.shape == ref.shape
+    if ref.size == 0:
+        record(op, variant, dtype, shape, 0.0, 0.0)
+        return
+    assert np.isfinite(got).all(), f"{op}/{variant} {dtype} {shape}: non-finite output (unwritten or overflow)"
+    atol, rtol = TOL[dtype]
+    scale = max(float(np.abs(ref).max()), 1.0)
+    diff = np.abs(got - ref)
+    ratio = float((diff / (atol * scale + rtol * np.abs(ref))).max())
+    err = float(diff.max() / scale)
+    record(op, variant, dtype, shape, err, ratio)
+    assert ratio <= 1.0, f"{op}/{variant} {dtype} {shape}: max err {err:.3e} x scale, {ratio:.2f} x bound"
+
+
+# --- bias + activation ----------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("with_bias", [True, False], ids=["bias", "nobias"])
+@pytest.mark.parametrize("act", ops.ACTIVATIONS)
+def test_bias_activation(torch, record, act, with_bias, dtype):
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{act}{with_bias}{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    variant = f"{act}{'+bias' if with_bias else ''}"
+    cases = [(s, 0) for s in grid(400_000)] + [(s, o) for s in ODD for o in (0, 1)]
+    for shape, offset in cases:
+        x = randn(torch, gen, shape, dt, offset, scale=3.0)  # +-9: the activations' tails too
+        bias = randn(torch, gen, (shape[1],), torch.float32, offset) if with_bias else None
+        y = alloc(torch, shape, dt, offset)
+        kernels.bias_activation(x, bias, act, out=y)
+        torch.cuda.synchronize()
+        ref = reference.bias_activation(f64(x), None if bias is None else f64(bias), act)
+        check(record, "bias_activation", variant, dtype, shape + ((f"+{offset}",) if offset else ()), y, ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bias_activation_in_place(torch, record, dtype):
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    dt = tdtype(torch, dtype)
+    for shape, offset in (((37, 768), 0), ((3, 7), 0), ((2, 4096), 1)):
+        x = randn(torch, gen, shape, dt, offset, scale=3.0)
+        bias = randn(torch, gen, (shape[1],), torch.float32)
+        ref = reference.bias_activation(f64(x), f64(bias), "gelu")
+        kernels.bias_activation(x, bias, "gelu", out=x)
+        torch.cuda.synchronize()
+        check(record, "bias_activation", "gelu+bias in place", dtype, shape, x, ref)
+
+
+# --- skip + norm ----------------------------------------------------------------------------
+
+# name -> (skip, bias, beta, sum output)
+NORM_VARIANTS = {
+    "gamma": (False, False, False, False),
+    "gamma+beta": (False, False, True, False),
+    "skip": (True, False, False, False),
+    "skip+beta+sum": (True, False, True, True),
+    "skip+bias+beta+sum": (True, True, True, True),
+    "bias+sum": (False, True, False, True),
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", NORM_VARIANTS)
+@pytest.mark.parametrize("norm", ops.NORMS)
+def test_skip_norm(torch, record, norm, variant, dtype):
+    has_skip, has_bias, has_beta, has_sum = NORM_VARIANTS[variant]
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{norm}{variant}{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    cases = [(s, 0) for s in grid(2_000_000)] + [(s, o) for s in ODD for o in (0, 1)]
+    for shape, offset in cases:
+        h = shape[1]
+        x = randn(torch, gen, shape, dt, offset, scale=2.0, shift=3.0)  # offset mean: centred variance matters
+        skip = randn(torch, gen, shape, dt, offset) if has_skip else None
+        gamma = randn(torch, gen, (h,), torch.float32, offset, scale=0.5, shift=1.0)
+        beta = randn(torch, gen, (h,), torch.float32, offset, scale=0.5) if has_beta else None
+        bias = randn(torch, gen, (h,), torch.float32, offset, scale=0.5) if has_bias else None
+        y, s = alloc(torch, shape, dt, offset), alloc(torch, shape, dt, offset) if has_sum else None
+        kernels.skip_norm(x, skip, gamma=gamma, beta=beta, bias=bias, norm=norm, epsilon=1e-5,
+                          output_sum=has_sum, out=y, sum_out=s)
+        torch.cuda.synchronize()
+        ry, rs = reference.skip_norm(
+            f64(x), None if skip is None else f64(skip), gamma=f64(gamma), beta=None if beta is None else f64(beta),
+            bias=None if bias is None else f64(bias), norm=norm, epsilon=1e-5, output_sum=True,
+        )
+        tag = shape + ((f"+{offset}",) if offset else ())
+        check(record, "skip_norm", f"{norm}:{variant}", dtype, tag, y, ry)
+        if has_sum:
+            check(record, "skip_norm", f"{norm}:{variant}:sum", dtype, tag, s, rs)
+
+
+# --- errors are values ----------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_bad_arguments_return_errors(torch):
+    x = torch.randn(4, 8, device="cuda")
+    with pytest.raises(kernels.KernelError, match="CUDA error"):
+        kernels.raw_skip_norm("float32", x.data_ptr(), 0, 0, 0, 0, x.data_ptr(), 0, 4, 8, 1e-5, "layer")
+    with pytest.raises(kernels.KernelError, match="CUDA error"):
+        kernels.raw_bias_activation("float32", x.data_ptr(), 0, x.data_ptr(), 4, 0, "relu")
+    lib = kernels.load()
+    assert lib.trtp_bias_activation(5, x.data_ptr(), None, x.data_ptr(), 4, 8, 1, None) != 0  # bad dtype
+    assert lib.trtp_bias_activation(0, x.data_ptr(), None, x.data_ptr(), 4, 8, 99, None) != 0  # bad act
+    assert lib.trtp_skip_norm(0, x.data_ptr(), None, None, x.data_ptr(), None, x.data_ptr(), None, 4, 8,
+                              1e-5, 7, None) != 0  # bad norm
+    kernels.raw_bias_activation("float32", 0, 0, 0, 0, 8, "relu")  # rows == 0: nothing to do
+    torch.cuda.synchronize()
