@@ -136,7 +136,9 @@ def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[on
         selection = select(ops)
     except ValueError as e:
         raise GraphError(str(e)) from None
-    ctx = Ctx(gs.import_onnx(model), shape_info.infer(model))
+    work = onnx.ModelProto()
+    work.CopyFrom(model)  # onnx-graphsurgeon keeps references into the proto it imports
+    ctx = Ctx(gs.import_onnx(work), shape_info.infer(model))
     graph = ctx.graph
     report = Report(nodes_before=len(model.graph.node))
     claimed: set[int] = set()

@@ -1,0 +1,92 @@
+# --- trtplugins.graph fixtures (ONNX substitution tests) ---
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_MODELS = Path(__file__).parent / ".models"
+
+
+@pytest.fixture(scope="session")
+def exported():
+    """exported(kind, opset, dynamo=False, activation="gelu") -> onnx.ModelProto of a tiny
+    random-weight model, exported once and cached under tests/.models (keyed by the
+    exporter source and the torch/transformers versions)."""
+    torch = pytest.importorskip("torch", reason="model export needs torch (pip install torch==2.13.0)")
+    tf = pytest.importorskip("transformers", reason="model export needs transformers")
+    import onnx
+
+    from trtplugins.graph import export
+
+    key = hashlib.sha1(Path(export.__file__).read_bytes() + f"{torch.__version__}{tf.__version__}".encode()).hexdigest()[:10]
+
+    def get(kind, opset, dynamo=False, activation="gelu"):
+        if dynamo:
+            pytest.importorskip("onnxscript", reason="the dynamo exporter needs onnxscript")
+        path = _MODELS / key / f"{kind}_{activation}_{opset}_{'dynamo' if dynamo else 'ts'}.onnx"
+        if not path.exists():
+            tmp = path.with_suffix(".tmp.onnx")
+            export.export(kind, tmp, opset, dynamo, activation)
+            tmp.replace(path)
+        return onnx.load(str(path))
+
+    return get
+
+
+def random_feeds(model, shape, seed=0):
+    """Random inputs for every graph input: token ids / 0-1 masks for int64, N(0,1) floats.
+    shape gives the dynamic dims in order (batch, seq / height, width)."""
+    import onnx
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for inp in model.graph.input:
+        tt = inp.type.tensor_type
+        dyn = iter(shape)
+        dims = [d.dim_value if d.HasField("dim_value") else next(dyn) for d in tt.shape.dim]
+        if tt.elem_type == onnx.TensorProto.INT64:
+            if "mask" in inp.name:
+                mask = np.ones(dims, np.int64)
+                mask[..., dims[-1] // 2 + 1 :] = rng.integers(0, 2, mask[..., dims[-1] // 2 + 1 :].shape)
+                feeds[inp.name] = mask
+            else:
+                feeds[inp.name] = rng.integers(3, 100, dims).astype(np.int64)
+        else:
+            feeds[inp.name] = rng.standard_normal(dims).astype(np.float32)
+    return feeds
+
+
+def ort_run(model, feeds):
+    ort = pytest.importorskip("onnxruntime", reason="numerical checks need onnxruntime")
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+
+
+def compare(original, substituted, shapes, rtol=1e-5, atol=1e-5):
+    """Original in ONNX Runtime vs substituted by trtplugins.graph.Evaluator, for each input
+    shape; asserts |got - ref| <= atol + rtol |ref| and returns the max abs difference."""
+    from trtplugins.graph import Evaluator
+
+    ev, worst = Evaluator(substituted), 0.0
+    for i, shape in enumerate(shapes):
+        feeds = random_feeds(original, shape, seed=i)
+        ref, got = ort_run(original, feeds), ev.run(feeds)
+        assert set(ref) == set(got)
+        for name, r in ref.items():
+            assert got[name].shape == r.shape and got[name].dtype == r.dtype, name
+            np.testing.assert_allclose(got[name], r, rtol=rtol, atol=atol, err_msg=f"{name} at shape {shape}")
+            worst = max(worst, float(np.abs(got[name].astype(np.float64) - r).max()))
+    return worst
+
+
+def plugin_nodes(model, op=None):
+    from trtplugins import ops
+
+    return [n for n in model.graph.node if n.domain == ops.DOMAIN and (op is None or n.op_type == op)]
+
+
+def plugin_attrs(node):
+    from trtplugins.graph.evaluate import plugin_attrs as attrs
+
+    return attrs(node)
