@@ -29,7 +29,7 @@ class LayerNorm(NormPattern):
         sub = ctx.consumer(mean.outputs[0], "Sub")
         need(ctx.source(sub.inputs[0]) is x and sub.inputs[1] is mean.outputs[0])
         d = sub.outputs[0]
-        need(len(d.outputs) == 2 and d.name not in ctx.outputs)
+        need(len({id(n) for n in d.outputs}) == 2 and d.name not in ctx.outputs)
         sq = next((n for n in d.outputs if n.op in ("Pow", "Mul") and d in n.inputs), None)
         need(sq is not None)
         if sq.op == "Pow":

@@ -1,0 +1,327 @@
+"""Each pattern on small hand-built graphs: the forms exporters emit less often (operand
+orders, Constant nodes, Min/Max ReLU6, decomposed HardSwish, ReduceMean axes as input,
+Reciprocal RMSNorm), and every guard leaving a near-miss unchanged with a reason."""
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+from conftest import compare, plugin_attrs, plugin_nodes
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper
+
+from trtplugins.graph import substitute
+
+H = 16
+RNG = np.random.default_rng(0)
+
+
+class G:
+    """Tiny graph builder: x [batch, seq, H] in, y out; constants as initializers or
+    Constant nodes."""
+
+    def __init__(self, opset=17, const_nodes=False):
+        self.nodes, self.inits, self.opset, self.const_nodes, self.k = [], [], opset, const_nodes, 0
+
+    def c(self, value):
+        self.k += 1
+        name = f"c{self.k}"
+        arr = np.asarray(value, np.float32 if np.asarray(value).dtype.kind == "f" else np.int64)
+        if self.const_nodes:
+            self.nodes.append(h.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name)))
+        else:
+            self.inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def op(self, op, *inputs, **attrs):
+        self.k += 1
+        out = f"t{self.k}"
+        self.nodes.append(h.make_node(op, list(inputs), [out], name=f"n{self.k}", **attrs))
+        return out
+
+    def model(self, *outputs, inputs=("x",), shapes=None):
+        shapes = shapes or {}
+        outs = [h.make_tensor_value_info(o, T.FLOAT, ["batch", "seq", H]) for o in outputs]
+        ins = [h.make_tensor_value_info(i, T.FLOAT, shapes.get(i, ["batch", "seq", H])) for i in inputs]
+        g = h.make_graph(self.nodes, "g", ins, outs, self.inits)
+        m = h.make_model(g, opset_imports=[h.make_opsetid("", self.opset)])
+        onnx.checker.check_model(m, full_check=True)
+        return m
+
+
+SHAPES = [(2, 5), (1, 3), (3, 7)]
+
+
+def run(model, ops=None, replaced=1):
+    out, report = substitute(model, ops)
+    assert len(report.replaced) == replaced, str(report)
+    if replaced:
+        compare(model, out, SHAPES)
+    return out, report
+
+
+def bias_act(g, build):
+    mm = g.op("MatMul", "x", g.c(RNG.standard_normal((H, H)) / 4))
+    b = g.c(RNG.standard_normal(H))
+    return build(g.op("Add", b, mm))
+
+
+# --- activations ---------------------------------------------------------------
+
+def gelu_erf(g, x, div=True, order=0, half=0.5):
+    s = g.op("Div", x, g.c(math.sqrt(2))) if div else g.op("Mul", g.c(1 / math.sqrt(2)), x)
+    a = g.op("Add", g.c(1.0), g.op("Erf", s))
+    if order == 0:  # (x * a) * 0.5
+        return g.op("Mul", g.op("Mul", x, a), g.c(half))
+    if order == 1:  # x * (0.5 * a)
+        return g.op("Mul", x, g.op("Mul", g.c(half), a))
+    return g.op("Mul", a, g.op("Mul", x, g.c(half)))  # a * (x * 0.5)
+
+
+@pytest.mark.parametrize("const_nodes", [False, True], ids=["initializers", "Constant-nodes"])
+@pytest.mark.parametrize("div", [True, False], ids=["div-sqrt2", "mul-rsqrt2"])
+@pytest.mark.parametrize("order", [0, 1, 2])
+def test_gelu_erf_forms(const_nodes, div, order):
+    g = G(const_nodes=const_nodes)
+    y = bias_act(g, lambda x: gelu_erf(g, x, div, order))
+    out, _ = run(g.model(y))
+    (node,) = plugin_nodes(out)
+    assert plugin_attrs(node)["activation"] == "gelu" and plugin_attrs(node)["bias"].shape == (H,)
+    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["MatMul", "BiasActivation"]
+
+
+def test_gelu_guard_wrong_constant():
+    g = G()
+    y = gelu_erf(g, "x", half=0.49)
+    m = g.model(y)
+    out, report = run(m, replaced=0)
+    assert out.SerializeToString() == m.SerializeToString()
+    assert report.left[0]["pattern"] == "gelu_erf" and "0.49" in report.left[0]["reason"]
+
+
+@pytest.mark.parametrize("cube", ["pow", "mul"])
+def test_gelu_tanh_forms(cube):
+    g = G(const_nodes=True)
+
+    def gelu(x):
+        x3 = g.op("Pow", x, g.c(3.0)) if cube == "pow" else g.op("Mul", g.op("Mul", x, x), x)
+        inner = g.op("Mul", g.c(math.sqrt(2 / math.pi)), g.op("Add", x, g.op("Mul", x3, g.c(0.044715))))
+        return g.op("Mul", g.op("Mul", g.c(0.5), x), g.op("Add", g.op("Tanh", inner), g.c(1.0)))
+
+    out, _ = run(g.model(bias_act(g, gelu)))
+    assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "gelu_tanh"
+
+
+@pytest.mark.parametrize("approximate,expected", [("none", "gelu"), ("tanh", "gelu_tanh")])
+def test_gelu_op(approximate, expected):
+    g = G(opset=20)
+    m = g.model(g.op("Gelu", "x", approximate=approximate))
+    _, report = run(m, replaced=0)  # a lone native op is left by default
+    assert "single Gelu op" in report.left[0]["reason"]
+    out, _ = run(m, ["gelu_op"])
+    assert plugin_attrs(plugin_nodes(out)[0])["activation"] == expected
+
+
+@pytest.mark.parametrize("form", ["clip", "clip-attrs", "min-max", "max-min"])
+def test_relu6_forms(form):
+    g = G(opset=10 if form == "clip-attrs" else 17)
+    if form == "clip":
+        y = g.op("Clip", "x", g.c(0.0), g.c(6.0))
+    elif form == "clip-attrs":
+        y = g.op("Clip", "x", min=0.0, max=6.0)
+    elif form == "min-max":
+        y = g.op("Min", g.op("Max", "x", g.c(0.0)), g.c(6.0))
+    else:
+        y = g.op("Max", g.c(0.0), g.op("Min", g.c(6.0), "x"))
+    m = g.model(y)
+    if form == "clip-attrs":  # opset 10 is below what the tools support
+        with pytest.raises(ValueError, match="unsupported opset 10"):
+            substitute(m)
+        return
+    _, report = run(m, replaced=0)
+    assert "lone relu6 after graph input" in report.left[0]["reason"]
+    out, _ = run(m, ["relu6"])
+    assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "relu6"
+
+
+def test_relu6_guard_wrong_bound():
+    g = G()
+    _, report = run(g.model(g.op("Clip", "x", g.c(0.0), g.c(5.0))), ["relu6"], replaced=0)
+    assert "Clip bounds (0, 5)" in report.left[0]["reason"]
+
+
+def test_bias_relu_default_and_lone_relu():
+    g = G()
+    out, _ = run(g.model(bias_act(g, lambda x: g.op("Relu", x))))
+    assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "relu"
+    g = G()
+    _, report = run(g.model(g.op("Relu", "x")), replaced=0)
+    assert report.left[0]["pattern"] == "relu"
+
+
+@pytest.mark.parametrize("form", ["op", "hardsigmoid", "clip-div", "minmax-mul"])
+def test_hard_swish_forms(form):
+    g = G()
+
+    def hs(x):
+        if form == "op":
+            return g.op("HardSwish", x)
+        if form == "hardsigmoid":
+            return g.op("Mul", x, g.op("HardSigmoid", x, alpha=1 / 6, beta=0.5))
+        shifted = g.op("Add", x, g.c(3.0))
+        if form == "clip-div":
+            return g.op("Div", g.op("Mul", x, g.op("Clip", shifted, g.c(0.0), g.c(6.0))), g.c(6.0))
+        r6 = g.op("Min", g.op("Max", shifted, g.c(0.0)), g.c(6.0))
+        return g.op("Mul", g.op("Mul", r6, g.c(1 / 6)), x)
+
+    out, _ = run(g.model(bias_act(g, hs)))
+    assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "hard_swish"
+    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["MatMul", "BiasActivation"]
+
+
+def test_hard_sigmoid_guard_default_alpha():
+    g = G()
+    _, report = run(g.model(g.op("Mul", "x", g.op("HardSigmoid", "x"))), replaced=0)
+    assert "alpha=0.2" in report.left[0]["reason"]
+
+
+@pytest.mark.parametrize("act,k", [("silu", None), ("quick_gelu", 1.702)])
+def test_sigmoid_gates(act, k):
+    g = G()
+
+    def gate(x):
+        s = g.op("Sigmoid", x if k is None else g.op("Mul", g.c(k), x))
+        return g.op("Mul", s, x)
+
+    out, _ = run(g.model(bias_act(g, gate)))
+    assert plugin_attrs(plugin_nodes(out)[0])["activation"] == act
+
+
+def test_bias_not_folded_when_shared():
+    """The biased tensor also feeds another node: the activation alone is replaced."""
+    g = G()
+    x = g.op("Add", "x", g.c(RNG.standard_normal(H)))
+    y = gelu_erf(g, x)
+    out, _ = run(g.model(y, x))
+    assert "bias" not in plugin_attrs(plugin_nodes(out)[0])
+
+
+# --- norms ---------------------------------------------------------------------
+
+def layer_norm(g, x, eps=1e-5, axes=(-1,), gamma=True, beta=True, square="pow", gamma_shape=(H,)):
+    def mean(t):
+        if g.opset >= 18:
+            return g.op("ReduceMean", t, g.c(np.array(axes, np.int64)))
+        return g.op("ReduceMean", t, axes=list(axes))
+
+    d = g.op("Sub", x, mean(x))
+    sq = g.op("Pow", d, g.c(2.0)) if square == "pow" else g.op("Mul", d, d)
+    y = g.op("Div", d, g.op("Sqrt", g.op("Add", mean(sq), g.c(eps))))
+    if gamma:
+        y = g.op("Mul", g.c(RNG.standard_normal(gamma_shape).astype(np.float32)), y)
+    if beta:
+        y = g.op("Add", y, g.c(RNG.standard_normal(H)))
+    return y
+
+
+@pytest.mark.parametrize("opset", [13, 18], ids=["axes-attr", "axes-input"])
+@pytest.mark.parametrize("square", ["pow", "mul"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_decomposed(opset, square, affine):
+    g = G(opset=opset)
+    out, _ = run(g.model(layer_norm(g, "x", 1e-3, square=square, gamma=affine, beta=affine)))
+    (node,) = plugin_nodes(out)
+    a = plugin_attrs(node)
+    assert a["norm"] == "layer" and abs(a["epsilon"] - 1e-3) < 1e-9 and ("beta" in a) == affine
+    assert np.array_equal(a["gamma"], np.ones(H, np.float32)) != affine
+
+
+@pytest.mark.parametrize("axes", [(1,), (-2, -1)])
+def test_layer_norm_guard_axes(axes):
+    g = G()
+    _, report = run(g.model(layer_norm(g, "x", axes=axes)), replaced=0)
+
+
+def test_layer_norm_guard_gamma_shape():
+    g = G()
+    _, report = run(g.model(layer_norm(g, "x", gamma_shape=(1,))), replaced=0)
+    assert any("gamma has shape [1]" in r["reason"] for r in report.left)
+
+
+def test_layer_norm_op_guard_axis():
+    g = G()
+    y = g.op("LayerNormalization", g.op("Add", "x", "s"), g.c(np.ones((7, H))), axis=1)
+    _, report = run(g.model(y, inputs=("x", "s")), replaced=0)
+    assert "axis 1" in report.left[0]["reason"]
+
+
+def residual(g, norm, bias=True, keep_sum=False, broadcast=False):
+    mm = g.op("MatMul", "x", g.c(RNG.standard_normal((H, H)) / 4))
+    lin = g.op("Add", mm, g.c(RNG.standard_normal(H))) if bias else mm
+    skip = g.op("Mul", "x", g.c(np.ones((1, 1, H), np.float32) * 0.5)) if not broadcast else "p"
+    s = g.op("Add", skip, lin)
+    y = norm(s)
+    return (y, g.op("Add", s, y)) if keep_sum else (y,)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("keep_sum", [True, False])
+def test_skip_layer_norm(bias, keep_sum):
+    g = G()
+    outs = residual(g, lambda s: g.op("LayerNormalization", s, g.c(RNG.standard_normal(H)), g.c(RNG.standard_normal(H)), epsilon=1e-6), bias, keep_sum)
+    out, _ = run(g.model(*outs))
+    (node,) = plugin_nodes(out)
+    a = plugin_attrs(node)
+    assert len(node.input) == 2 and ("bias" in a) == bias and a["output_sum"] == int(keep_sum)
+    assert len(node.output) == 1 + keep_sum
+
+
+def test_skip_broadcast_add_is_not_a_skip():
+    g = G()
+    (y,) = residual(g, lambda s: layer_norm(g, s), broadcast=True)
+    model = g.model(y, inputs=("x", "p"), shapes={"p": [1, "seq", H]})
+    out, report = substitute(model)
+    (node,) = plugin_nodes(out)
+    assert len(node.input) == 1 and report.replaced[0]["variant"] == "layer+no-skip(broadcast Add)"
+
+
+@pytest.mark.parametrize("form", ["div", "reciprocal", "one-div"])
+def test_rms_norm_forms(form):
+    g = G(opset=18)
+
+    def rms(s):
+        var = g.op("ReduceMean", g.op("Pow", s, g.c(2.0)), g.c(np.array([-1], np.int64)))
+        std = g.op("Sqrt", g.op("Add", var, g.c(1e-6)))
+        if form == "div":
+            y = g.op("Div", s, std)
+        else:
+            inv = g.op("Reciprocal", std) if form == "reciprocal" else g.op("Div", g.c(1.0), std)
+            y = g.op("Mul", s, inv)
+        return g.op("Mul", g.c(RNG.standard_normal(H)), y)
+
+    out, _ = run(g.model(*residual(g, rms, keep_sum=True)))
+    (node,) = plugin_nodes(out)
+    assert plugin_attrs(node)["norm"] == "rms" and plugin_attrs(node)["output_sum"] == 1
+
+
+def test_rms_guard_epsilon_zero():
+    g = G(opset=18)
+    var = g.op("ReduceMean", g.op("Mul", "x", "x"), g.c(np.array([-1], np.int64)))
+    y = g.op("Div", "x", g.op("Sqrt", g.op("Add", var, g.c(0.0))))
+    _, report = run(g.model(y), replaced=0)
+    assert "epsilon 0.0" in report.left[0]["reason"]
+
+
+def test_intermediate_used_outside():
+    g = G()
+    d = g.op("Div", "x", g.c(math.sqrt(2)))
+    a = g.op("Add", g.c(1.0), g.op("Erf", d))
+    y = g.op("Mul", g.op("Mul", "x", a), g.c(0.5))
+    _, report = run(g.model(y, d), replaced=0)  # Div output is a graph output too
+
+
+def test_unknown_op_name():
+    with pytest.raises(ValueError, match="unknown pattern or plugin 'gelu7'"):
+        substitute(G().model("x"), ["gelu7"])
