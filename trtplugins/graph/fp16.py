@@ -152,7 +152,7 @@ def convert_fp16(model: onnx.ModelProto, keep_io_types: bool = True) -> onnx.Mod
             kept.update(y for y in node.output if elem.get(y) == FLOAT)
         nodes.append(n)
 
-    outputs = []
+    outputs, renamed = [], []
     for o in g.output:
         vo = onnx.ValueInfoProto()
         vo.CopyFrom(o)
@@ -164,6 +164,11 @@ def convert_fp16(model: onnx.ModelProto, keep_io_types: bool = True) -> onnx.Mod
             nodes.append(helper.make_node("Cast", [inner], [o.name], name=unique(f"{o.name}_cast"), to=FLOAT))
             half.discard(o.name)
             half.add(inner)
+            vi = onnx.ValueInfoProto()
+            vi.CopyFrom(o)
+            vi.name = inner
+            vi.type.tensor_type.elem_type = HALF
+            renamed.append(vi)
         elif o.name in half:
             vo.type.tensor_type.elem_type = HALF
         outputs.append(vo)
@@ -176,7 +181,7 @@ def convert_fp16(model: onnx.ModelProto, keep_io_types: bool = True) -> onnx.Mod
             vi.type.tensor_type.elem_type = HALF
         inputs.append(vi)
 
-    value_info = []
+    value_info = renamed
     for vi in g.value_info:
         v = onnx.ValueInfoProto()
         v.CopyFrom(vi)
