@@ -124,3 +124,11 @@ def test_cli_subprocess_exit_code(tmp_path):
     r = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "bad.onnx"), "-o", str(tmp_path / "o.onnx")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "error:" in r.stderr
+
+
+def test_nothing_written_to_cwd(tmp_path, monkeypatch):
+    """ORT's symbolic shape inference saves a temp model when it gives up: never here."""
+    monkeypatch.chdir(tmp_path)
+    out, _ = substitute(gelu_model())
+    substitute(out)  # plugin nodes: the inference that would give up
+    assert list(tmp_path.iterdir()) == []

@@ -9,8 +9,13 @@ onnxruntime is missing or gives up (unknown ops)."""
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
+import threading
 
 import onnx
+
+_CWD_LOCK = threading.Lock()
 
 Shapes = dict[str, tuple[int, list | None]]
 
@@ -33,16 +38,31 @@ def _collect(model: onnx.ModelProto) -> Shapes:
     return out
 
 
-def infer(model: onnx.ModelProto) -> Shapes:
+def _symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """ORT's symbolic inference, or None. When it gives up it saves a model with external
+    data into the working directory, so it runs in a scratch one."""
+    if any(n.domain not in ("", "ai.onnx") for n in model.graph.node):
+        return None  # plugin or contrib nodes: it cannot infer them
     try:
         from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    except ImportError:
+        return None
+    logging.getLogger("onnxruntime.tools.symbolic_shape_infer").setLevel(logging.ERROR)
+    with _CWD_LOCK, tempfile.TemporaryDirectory() as scratch:
+        cwd = os.getcwd()
+        os.chdir(scratch)
+        try:
+            return SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
+        except Exception:
+            return None
+        finally:
+            os.chdir(cwd)
 
-        logging.getLogger("onnxruntime.tools.symbolic_shape_infer").setLevel(logging.ERROR)
-        inferred = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
-        if inferred is not None:
-            return _collect(inferred)
-    except Exception:  # onnxruntime absent, or an op it cannot infer (plugin nodes)
-        pass
+
+def infer(model: onnx.ModelProto) -> Shapes:
+    inferred = _symbolic(model)
+    if inferred is not None:
+        return _collect(inferred)
     try:
         return _collect(onnx.shape_inference.infer_shapes(model))
     except Exception:
