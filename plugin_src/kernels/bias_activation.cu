@@ -20,7 +20,15 @@ template <Activation A> __device__ __forceinline__ float activate(float v) {
     } else if constexpr (A == Activation::kRelu6) {
         return fminf(fmaxf(v, 0.f), 6.f);
     } else if constexpr (A == Activation::kGelu) {
-        return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+        // 0.5 v (1 + erf(v / sqrt 2)) = 0.5 v erfc(-v / sqrt 2): erfc by Abramowitz & Stegun 7.1.26
+        // (|error| <= 1.5e-7, branch-free; erff's two branches diverge on real data and made
+        // FP16 GELU compute-bound), so 0.5 |v| x that <= 7e-7 x scale.
+        const float z = fabsf(v) * 0.70710678118654752f;
+        const float t = __fdividef(1.f, fmaf(0.3275911f, z, 1.f));
+        const float p = t * fmaf(t, fmaf(t, fmaf(t, fmaf(t, 1.061405429f, -1.453152027f), 1.421413741f),
+                                         -0.284496736f), 0.254829592f);
+        const float e = p * __expf(-z * z); // erfc(z)
+        return 0.5f * v * (v >= 0.f ? 2.f - e : e);
     } else if constexpr (A == Activation::kGeluTanh) {
         const float u = 0.79788456080286536f * fmaf(0.044715f * v, v * v, v);
         return 0.5f * v * (1.f + tanhf(u));
@@ -35,17 +43,17 @@ template <Activation A> __device__ __forceinline__ float activate(float v) {
 
 // Thread `g` handles packs g, g + S, g + 2S, ... (S = total threads), UNROLL at a time. The
 // column of each pack advances by a fixed step mod hidden, so no division in the loop.
+// step = (S * VEC) % hidden and stepU = (S * VEC * UNROLL) % hidden come from the host: 64-bit
+// division on the device is a long dependent chain that small launches pay in full.
 template <class T, int VEC, bool BIAS, Activation A>
 __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const float* __restrict__ bias, T* y,
-                                                          int64_t npacks, int64_t hidden) {
+                                                          int64_t npacks, int64_t hidden, int64_t step,
+                                                          int64_t stepU) {
     const int64_t stride = int64_t(gridDim.x) * kThreads;
-    int64_t p = int64_t(blockIdx.x) * kThreads + threadIdx.x;
-    int64_t col = 0, step = 0, stepU = 0;
-    if constexpr (BIAS) {
-        col = (p * VEC) % hidden;
-        step = (stride * VEC) % hidden;
-        stepU = (stride * VEC * kUnroll) % hidden;
-    }
+    const unsigned g = blockIdx.x * kThreads + threadIdx.x; // grid <= SMs * blocks/SM: fits
+    int64_t p = g;
+    int64_t col = 0;
+    if constexpr (BIAS) col = hidden < (int64_t(1) << 32) ? int64_t(g * VEC % unsigned(hidden)) : p * VEC % hidden;
     for (; p < npacks; p += stride * kUnroll) {
         Pack<T, VEC> in[kUnroll];
 #pragma unroll
@@ -92,7 +100,9 @@ cudaError_t launchTyped(const T* x, const float* bias, T* y, int64_t n, int64_t 
     const int64_t npacks = n / VEC;
     const int64_t want = (npacks + int64_t(kThreads) * kUnroll - 1) / (int64_t(kThreads) * kUnroll);
     const int64_t grid = want < int64_t(sms) * perSm ? want : int64_t(sms) * perSm;
-    kernel<<<unsigned(grid), kThreads, 0, stream>>>(x, bias, y, npacks, hidden);
+    const int64_t stride = grid * kThreads;
+    kernel<<<unsigned(grid), kThreads, 0, stream>>>(x, bias, y, npacks, hidden, stride * VEC % hidden,
+                                                    stride * VEC * kUnroll % hidden);
     return launchStatus();
 }
 

@@ -1,6 +1,8 @@
-// s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). FP32 statistics, two-pass over registers
-// (mean, then centred variance), so each element is read once and written once.
-//   small rows: one warp per row;  rows up to 16384+: one block per row, row held in registers;
+// s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). FP32 statistics from registers: each thread
+// takes the mean and centred sum of squares of its own elements, then one merged (Chan) reduction,
+// as accurate as two passes; each element is read once and written once.
+//   small rows: one warp per row;  rows up to 16384+: one block per row, row held in registers
+//   (aligned: a persistent block, the next row staged in shared memory by cp.async meanwhile);
 //   larger rows: one block per row, three passes over global memory (correct, not fast).
 // Each path takes 16-byte packs when every pointer is aligned and hidden divides, else one element.
 // y and sum may alias x or skip: every thread reads its elements before a reduction that
@@ -32,23 +34,72 @@ template <class T> struct Row {
 // Keeps the compiler from hoisting later weight loads over earlier stores (register pressure).
 __device__ __forceinline__ void orderMemory() { asm volatile("" ::: "memory"); }
 
-// One row held in registers: NV packs of VEC elements per thread, `tpr` threads per row.
-// WARP: the row group is one warp; else the whole block. Columns fit in int (hidden <= 2^31 / 32).
-template <class T, int VEC, int NV, bool WARP, Norm NORM>
-__device__ __forceinline__ void normRow(const Row<T>& a, int64_t row, int t, int tpr, float* red0, float* red1) {
+struct Stat {
+    float n, mean, m2; // count, mean, sum of squared deviations
+};
+
+__device__ __forceinline__ Stat merge(const Stat& a, const Stat& b) {
+    const float n = a.n + b.n;
+    if (n == 0.f) return a;
+    const float d = b.mean - a.mean, f = __fdividef(b.n, n);
+    return {n, fmaf(d, f, a.mean), a.m2 + b.m2 + d * d * a.n * f};
+}
+
+__device__ __forceinline__ Stat warpMerge(Stat s) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const Stat b{__shfl_xor_sync(0xffffffffu, s.n, o), __shfl_xor_sync(0xffffffffu, s.mean, o),
+                     __shfl_xor_sync(0xffffffffu, s.m2, o)};
+        s = merge(s, b);
+    }
+    return s;
+}
+
+// Block-wide merge; every thread gets the result (each warp merges the per-warp partials itself,
+// so one barrier). `red` holds 3 floats per warp (96) and must not be reused before all return.
+__device__ __forceinline__ Stat blockMerge(Stat s, float* red) {
+    s = warpMerge(s);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+    if (lane == 0) red[warp] = s.n, red[32 + warp] = s.mean, red[64 + warp] = s.m2;
+    __syncthreads();
+    return warpMerge(lane < nwarps ? Stat{red[lane], red[32 + lane], red[64 + lane]} : Stat{0.f, 0.f, 0.f});
+}
+
+template <class T, int VEC, int NV> struct RowPacks {
+    Pack<T, VEC> x[NV], skip[NV];
+};
+
+// This thread's packs of one row: pack j covers columns (j * tpr + t) * VEC ...
+template <class T, int VEC, int NV>
+__device__ __forceinline__ void loadPacks(const Row<T>& a, int64_t row, int t, int tpr, RowPacks<T, VEC, NV>& p) {
     const int64_t base = row * a.hidden;
-    const int hidden = int(a.hidden);
-    const T* x = a.x + base;
-    const T* skip = a.skip ? a.skip + base : nullptr;
-    Pack<T, VEC> xp[NV], sp[NV];
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
         const int c = (j * tpr + t) * VEC;
-        if (c < hidden) {
-            xp[j] = load<T, VEC>(x + c);
-            if (skip) sp[j] = load<T, VEC>(skip + c);
+        if (c < int(a.hidden)) {
+            p.x[j] = load<T, VEC>(a.x + base + c);
+            if (a.skip) p.skip[j] = load<T, VEC>(a.skip + base + c);
         }
     }
+}
+
+__device__ __forceinline__ void cpAsync16(void* dst, const void* src) {
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cpAsyncWaitAllButOne() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+
+// Normalise one row from this thread's packs: NV packs of VEC elements, `tpr` threads per row.
+// WARP: the row group is one warp; else the whole block. Columns fit in int (hidden <= 2^31 / 32).
+template <class T, int VEC, int NV, bool WARP, Norm NORM>
+__device__ __forceinline__ void normRow(const Row<T>& a, int64_t row, int t, int tpr, const RowPacks<T, VEC, NV>& pk,
+                                        float* red) {
+    const int64_t base = row * a.hidden;
+    const int hidden = int(a.hidden);
+    const auto& xp = pk.x;
+    const auto& sp = pk.skip;
+    const bool skip = a.skip != nullptr;
     float s[NV][VEC];
     float acc = 0.f;
 #pragma unroll
@@ -76,23 +127,32 @@ __device__ __forceinline__ void normRow(const Row<T>& a, int64_t row, int t, int
             for (int i = 0; i < VEC; ++i) s[j][i] = 0.f;
         }
     }
-    const float invH = 1.f / float(hidden);
-    float mean = 0.f;
+    float mean = 0.f, rstd;
     if constexpr (NORM == Norm::kLayer) {
-        mean = (WARP ? warpSum(acc) : blockSum(acc, red0)) * invH;
-        acc = 0.f;
+        // This thread's count, mean and centred sum of squares from registers, then one merged
+        // reduction (Chan et al.): as accurate as two passes, with one round of shuffles/barrier.
+        int n = 0;
+#pragma unroll
+        for (int j = 0; j < NV; ++j) n += (j * tpr + t) * VEC < hidden ? VEC : 0;
+        const float m = n ? acc / float(n) : 0.f;
+        float m2 = 0.f;
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
             if ((j * tpr + t) * VEC < hidden) {
 #pragma unroll
                 for (int i = 0; i < VEC; ++i) {
-                    const float d = s[j][i] - mean;
-                    acc = fmaf(d, d, acc);
+                    const float d = s[j][i] - m;
+                    m2 = fmaf(d, d, m2);
                 }
             }
         }
+        Stat st{float(n), m, m2};
+        st = WARP ? warpMerge(st) : blockMerge(st, red);
+        mean = st.mean;
+        rstd = rsqrtf(st.m2 / float(hidden) + a.eps);
+    } else {
+        rstd = rsqrtf((WARP ? warpSum(acc) : blockSum(acc, red)) / float(hidden) + a.eps);
     }
-    const float rstd = rsqrtf((WARP ? warpSum(acc) : blockSum(acc, red1)) * invH + a.eps);
     T* y = a.y + base;
 #pragma unroll
     for (int j = 0; j < NV; ++j) {
@@ -118,15 +178,61 @@ template <class T, int VEC, int NV, Norm NORM>
 __global__ void __launch_bounds__(32 * kWarpRowsPerBlock) warpRowKernel(Row<T> a) {
     const int lane = threadIdx.x & 31;
     for (int64_t row = int64_t(blockIdx.x) * kWarpRowsPerBlock + (threadIdx.x >> 5); row < a.rows;
-         row += int64_t(gridDim.x) * kWarpRowsPerBlock)
-        normRow<T, VEC, NV, true, NORM>(a, row, lane, 32, nullptr, nullptr);
+         row += int64_t(gridDim.x) * kWarpRowsPerBlock) {
+        RowPacks<T, VEC, NV> pk;
+        loadPacks(a, row, lane, 32, pk);
+        normRow<T, VEC, NV, true, NORM>(a, row, lane, 32, pk, nullptr);
+    }
 }
 
 template <class T, int VEC, int NV, Norm NORM> __global__ void __launch_bounds__(kMaxBlock) blockRowKernel(Row<T> a) {
-    __shared__ float red0[32], red1[32];
+    __shared__ float red[96];
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
-        normRow<T, VEC, NV, false, NORM>(a, row, threadIdx.x, blockDim.x, red0, red1);
-        __syncthreads(); // red0/red1 are rewritten by the next row
+        RowPacks<T, VEC, NV> pk;
+        loadPacks(a, row, threadIdx.x, blockDim.x, pk);
+        normRow<T, VEC, NV, false, NORM>(a, row, threadIdx.x, blockDim.x, pk, red);
+        __syncthreads(); // red is rewritten by the next row
+    }
+}
+
+// Persistent block per row with the next row in flight: each thread copies its own 16-byte packs of
+// row + grid into shared memory (cp.async, 2 stages) while it normalises the current row, so HBM
+// never idles during reductions. A thread reads only the slots it filled itself, so the copies
+// need no barrier; a stage is refilled only after this thread consumed it (program order).
+template <class T, int VEC, int NV, Norm NORM> __global__ void __launch_bounds__(kMaxBlock) stagedRowKernel(Row<T> a) {
+    extern __shared__ uint4 stage[]; // [2 stages][x, skip][NV][blockDim] packs
+    __shared__ float red[96];
+    using P = Pack<T, VEC>;
+    const int t = threadIdx.x, nt = blockDim.x, nin = a.skip ? 2 : 1;
+    auto slot = [&](int st, int in, int j) { return reinterpret_cast<P*>(stage) + ((st * nin + in) * NV + j) * nt + t; };
+    auto fetch = [&](int64_t row, int st) {
+        const int64_t base = row * a.hidden;
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+            const int c = (j * nt + t) * VEC;
+            if (c < int(a.hidden)) {
+                cpAsync16(slot(st, 0, j), a.x + base + c);
+                if (a.skip) cpAsync16(slot(st, 1, j), a.skip + base + c);
+            }
+        }
+    };
+    int64_t row = blockIdx.x;
+    if (row < a.rows) fetch(row, 0);
+    cpAsyncCommit();
+    for (int st = 0; row < a.rows; row += gridDim.x, st ^= 1) {
+        if (row + gridDim.x < a.rows) fetch(row + gridDim.x, st ^ 1);
+        cpAsyncCommit();
+        cpAsyncWaitAllButOne(); // this row's group has landed
+        RowPacks<T, VEC, NV> pk;
+#pragma unroll
+        for (int j = 0; j < NV; ++j) {
+            if ((j * nt + t) * VEC < int(a.hidden)) {
+                pk.x[j] = *slot(st, 0, j);
+                if (a.skip) pk.skip[j] = *slot(st, 1, j);
+            }
+        }
+        normRow<T, VEC, NV, false, NORM>(a, row, t, nt, pk, red);
+        __syncthreads(); // red is rewritten by the next row
     }
 }
 
@@ -201,8 +307,27 @@ template <class T, int VEC, int NV, Norm NORM> cudaError_t warpRows(const Row<T>
     return launchStatus();
 }
 
+constexpr int kMaxStageBytes = 160 * 1024;
+
 template <class T, int VEC, int NV, Norm NORM> cudaError_t blockRows(const Row<T>& a, int64_t packs, cudaStream_t s) {
     const int threads = int((packs + NV - 1) / NV + 31) / 32 * 32;
+    const int stageBytes = 2 * (a.skip ? 2 : 1) * NV * threads * 16;
+    if constexpr (VEC > 1) {
+        if (stageBytes <= kMaxStageBytes) {
+            auto kernel = stagedRowKernel<T, VEC, NV, NORM>;
+            static const cudaError_t attr =
+                cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxStageBytes);
+            if (attr != cudaSuccess) return attr;
+            int perSm = 0, sms = 0;
+            if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, stageBytes);
+                e != cudaSuccess)
+                return e;
+            if (cudaError_t e = smCount(sms); e != cudaSuccess) return e;
+            const int64_t full = int64_t(sms) * (perSm > 0 ? perSm : 1);
+            kernel<<<gridFor(a.rows < full ? a.rows : full), threads, stageBytes, s>>>(a);
+            return launchStatus();
+        }
+    }
     blockRowKernel<T, VEC, NV, NORM><<<gridFor(a.rows), threads, 0, s>>>(a);
     return launchStatus();
 }
