@@ -90,3 +90,16 @@ def plugin_attrs(node):
     from trtplugins.graph.evaluate import plugin_attrs as attrs
 
     return attrs(node)
+
+
+# --- demo model (scripts/export_demo.py) ---
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """Path of the demo transformer block (trtplugins.demo) saved as ONNX."""
+    import onnx
+
+    from trtplugins.demo import make_model
+
+    p = tmp_path_factory.mktemp("demo") / "demo.onnx"
+    onnx.save(make_model(), p)
+    return p

@@ -1,5 +1,4 @@
 """Engine-building pieces that need no TensorRT: shapes, profiles, model prep, CLI errors."""
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -12,27 +11,6 @@ from onnx import TensorProto, helper, numpy_helper
 from trtplugins import build as B
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _script(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _graph_has(name):
-    try:
-        return hasattr(importlib.import_module("trtplugins.graph"), name)
-    except ImportError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    p = tmp_path_factory.mktemp("demo") / "demo.onnx"
-    onnx.save(_script("export_demo").make_model(), p)
-    return p
 
 
 def plugin_model():
@@ -122,7 +100,6 @@ def test_bad_onnx_is_user_error(tmp_path):
         B.load_onnx(p)
 
 
-@pytest.mark.skipif(not _graph_has("substitute"), reason="trtplugins.graph.substitute not available yet")
 def test_prepare_substitutes_demo(demo):
     model, report = B.prepare(onnx.load(demo), substitute=True, log=lambda *_: None)
     ops = [n.op_type for n in B.plugin_nodes(model)]
@@ -131,7 +108,6 @@ def test_prepare_substitutes_demo(demo):
     assert str(report)
 
 
-@pytest.mark.skipif(not _graph_has("convert_fp16"), reason="trtplugins.graph.convert_fp16 not available yet")
 def test_prepare_fp16_keeps_fp32_io(demo):
     model, _ = B.prepare(onnx.load(demo), substitute=False, fp16=True, log=lambda *_: None)
     assert model.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT

@@ -4,7 +4,6 @@ TensorRT-RTX cannot run engines here (no GPU; its runtime also refuses compute
 capability 9.0), so nothing is executed. Its ONNX parser imports only IPluginV3
 plugins; the tests below pin that down with our real V2 creators.
 """
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from trtplugins import build as B
+from trtplugins.demo import make_model
 
 ROOT = Path(__file__).resolve().parents[1]
 try:
@@ -26,11 +26,8 @@ RTX_V3_ONLY = "TensorRT-RTX imports IPluginV3 plugins registered with an IPlugin
 
 
 def _demo(tmp, **kw):
-    spec = importlib.util.spec_from_file_location("export_demo", ROOT / "scripts" / "export_demo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     p = tmp / "demo.onnx"
-    onnx.save(mod.make_model(**kw), p)
+    onnx.save(make_model(**kw), p)
     return p
 
 
@@ -97,6 +94,7 @@ def test_rtx_registers_our_v2_creators_but_parser_refuses(major, tmp_path):
 import sys, json
 sys.path.insert(0, {str(ROOT)!r})
 from trtplugins import build as B
+from trtplugins.demo import make_model
 be = B.backend("rtx")
 B.load_plugins(be, {str(lib)!r}, log=lambda *_: None)
 reg = be.trt.get_plugin_registry()
@@ -116,10 +114,6 @@ print(json.dumps(out))
 
 def test_substituted_demo_on_rtx(tmp_path):
     """With plugin nodes from the real substitution, RTX stops with the V3-only message."""
-    try:
-        from trtplugins.graph import substitute  # noqa: F401
-    except ImportError:
-        pytest.skip("trtplugins.graph.substitute not available yet")
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_engine.py"), str(_demo(tmp_path)),
                         "--backend", "rtx", "-o", str(tmp_path / "d.plan")], capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr

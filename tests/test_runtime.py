@@ -1,6 +1,5 @@
 """Deployment runtime. Inference needs a GPU and full TensorRT (marker gpu); on the CPU
 the tests check the real failure paths of the real runtimes."""
-import importlib.util
 import threading
 from pathlib import Path
 
@@ -55,11 +54,10 @@ def test_demo_engine_threads(tmp_path):
     ort = pytest.importorskip("onnxruntime", reason="onnxruntime not installed")
     from trtplugins import build as B
 
-    spec = importlib.util.spec_from_file_location("export_demo", ROOT / "scripts" / "export_demo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from trtplugins.demo import make_model
+
     demo = tmp_path / "demo.onnx"
-    onnx.save(mod.make_model(), demo)
+    onnx.save(make_model(), demo)
     res, _ = B.build_file(demo, log=lambda *_: None, progress=False, shapes=B.parse_shapes(["x:1x1x64/2x64x64/4x128x64"]))
     sess = ort.InferenceSession(str(demo), providers=["CPUExecutionProvider"])
     errors, worst = [], []

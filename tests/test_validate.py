@@ -1,5 +1,4 @@
 """Validation: Polygraphy's ONNX Runtime runner and Comparator on real arrays, report format, exit codes."""
-import importlib.util
 import json
 import subprocess
 import sys
@@ -19,25 +18,7 @@ from trtplugins import validate as V  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _make(**kw):
-    spec = importlib.util.spec_from_file_location("export_demo", ROOT / "scripts" / "export_demo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.make_model(**kw)
-
-
-def _graph_has(name):
-    try:
-        return hasattr(importlib.import_module("trtplugins.graph"), name)
-    except ImportError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    p = tmp_path_factory.mktemp("v") / "demo.onnx"
-    onnx.save(_make(), p)
-    return p
+from trtplugins.demo import make_model as _make  # noqa: E402
 
 
 def _ort(model, name):
@@ -94,8 +75,6 @@ def test_cli_user_errors(demo):
     assert r.returncode == 2 and "bad --input-shape" in r.stderr
 
 
-@pytest.mark.skipif(not _graph_has("evaluate") or not _graph_has("substitute"),
-                    reason="trtplugins.graph substitute/evaluate not available yet")
 def test_cpu_plugin_graph_fp32(demo, tmp_path):
     """The substituted graph (plugin nodes via the numpy reference) matches ORT on the original."""
     r = V.validate(str(demo), target="cpu", shapes={"x": (2, 16, 64)}, log=lambda *_: None)
@@ -103,7 +82,6 @@ def test_cpu_plugin_graph_fp32(demo, tmp_path):
     assert r.report["outputs"]["y"]["max_abs"] < 1e-4
 
 
-@pytest.mark.skipif(not _graph_has("convert_fp16"), reason="trtplugins.graph.convert_fp16 not available yet")
 def test_ort_fp16_within_default_tolerance(demo):
     """FP16 rounding alone (ORT on the converted model) sits inside the FP16 defaults, outside FP32's."""
     r = V.validate(str(demo), target="ort", precision="fp16", shapes={"x": (2, 32, 64)}, log=lambda *_: None)
@@ -113,8 +91,6 @@ def test_ort_fp16_within_default_tolerance(demo):
 
 def test_cli_mismatch_exits_1(demo):
     """Tolerance below FP16 rounding error: real mismatch -> exit 1 (needs FP16 conversion)."""
-    if not _graph_has("convert_fp16"):
-        pytest.skip("trtplugins.graph.convert_fp16 not available yet")
     r = _cli(demo, "--target", "ort", "--fp16", "--atol", "1e-7", "--rtol", "1e-7", "--input-shape", "x:1x8x64")
     assert r.returncode == 1 and "FAILED" in r.stdout
 
