@@ -1,7 +1,6 @@
 """Deployment runtime. Inference needs a GPU and full TensorRT (marker gpu); on the CPU
 the tests check the real failure paths of the real runtimes."""
 import threading
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -9,7 +8,6 @@ import pytest
 
 from trtplugins import runtime as R
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cuda_ok():
