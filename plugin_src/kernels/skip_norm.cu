@@ -347,7 +347,21 @@ constexpr int64_t kMaxGrid = int64_t(1) << 30;
 
 inline unsigned gridFor(int64_t blocks) { return unsigned(blocks < kMaxGrid ? blocks : kMaxGrid); }
 
-constexpr int kMaxSmem = 200 * 1024;
+constexpr int kMaxSmem = 200 * 1024; // at most this much dynamic shared memory per block
+
+// Opt-in shared memory per block of the current device (227 KB on sm_90, 99 KB on sm_86/89), capped.
+inline cudaError_t smemCap(int& cap) {
+    static int cache[128] = {};
+    int dev = 0;
+    if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+    if (dev >= 0 && dev < 128 && cache[dev] > 0) return cap = cache[dev], cudaSuccess;
+    int optin = 0;
+    if (cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); e != cudaSuccess)
+        return e;
+    cap = (optin < kMaxSmem ? optin : kMaxSmem) - 1024; // room for the static reduction buffer
+    if (dev >= 0 && dev < 128) cache[dev] = cap;
+    return cudaSuccess;
+}
 
 // Launch the staged kernel as a persistent grid; returns false (nothing launched) if it does not fit.
 template <class T, int VEC, int NV, bool WARP, Norm NORM>
@@ -355,17 +369,23 @@ bool launchStaged(const Row<T>& a, int threads, cudaStream_t s, cudaError_t& err
     const int groups = WARP ? threads / 32 : 1, tpr = WARP ? 32 : threads;
     const int stageBytes = groups * 2 * (a.skip ? 2 : 1) * NV * tpr * 16;
     const int weightBytes = int(a.hidden) * 4 * (1 + (a.beta != nullptr) + (a.bias != nullptr));
-    const bool sw = stageBytes + weightBytes <= kMaxSmem;
-    if (!sw && stageBytes > kMaxSmem) return false;
+    int cap = 0;
+    if ((err = smemCap(cap)) != cudaSuccess) return true;
+    const bool sw = stageBytes + weightBytes <= cap;
+    if (!sw && stageBytes > cap) return false;
     auto kernel = sw ? stagedRowKernel<T, VEC, NV, WARP, true, NORM> : stagedRowKernel<T, VEC, NV, WARP, false, NORM>;
-    static const cudaError_t attrs[2] = {
-        cudaFuncSetAttribute(stagedRowKernel<T, VEC, NV, WARP, false, NORM>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem),
-        cudaFuncSetAttribute(stagedRowKernel<T, VEC, NV, WARP, true, NORM>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem)};
     const int smemBytes = stageBytes + (sw ? weightBytes : 0);
-    int perSm = 0, sms = 0;
-    if ((err = attrs[sw]) != cudaSuccess) return true;
+    int perSm = 0, sms = 0, dev = 0;
+    // Raise the kernel's dynamic shared-memory limit to the device cap once per device (first
+    // launch; a benign race sets the same value), so later launches, captured ones too, need no call.
+    static int raised[2][128] = {};
+    if ((err = cudaGetDevice(&dev)) != cudaSuccess) return true;
+    int* flag = dev >= 0 && dev < 128 ? &raised[sw][dev] : nullptr;
+    if (!flag || !*flag) {
+        if ((err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cap)) != cudaSuccess)
+            return true;
+        if (flag) *flag = 1;
+    }
     if ((err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, threads, smemBytes)) != cudaSuccess)
         return true;
     if ((err = smCount(sms)) != cudaSuccess) return true;
