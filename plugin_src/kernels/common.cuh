@@ -93,7 +93,7 @@ inline cudaError_t smCount(int& n) {
     return e;
 }
 
-// Launch status: a launch error, else the sticky-free last error.
+// Status of the launch just made (a bad configuration or an earlier asynchronous error).
 inline cudaError_t launchStatus() { return cudaGetLastError(); }
 
 template <class F> inline cudaError_t dispatchDType(DType dt, F&& f) {
