@@ -20,10 +20,10 @@ cmake -S plugin_src -B $BUILD -G Ninja -DTRTPLUGINS_CUDA_ARCHS=${TRTPLUGINS_CUDA
       -DTRTPLUGINS_TENSORRT_ROOTS="$ROOTS" > "$OUT/build.log" 2>&1 &&
   cmake --build $BUILD -j >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 grep "trtplugins:" "$OUT/build.log"
-export TRTPLUGINS_KERNELS_LIB=$PWD/$BUILD/libtrtplugins_kernels.so TRTP_GPU_SUMMARY=$OUT/gpu_summary.md
+export TRTPLUGINS_KERNELS_LIB=$PWD/$BUILD/libtrtplugins_kernels.so
 
 step "GPU tests"
-python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+TRTP_GPU_SUMMARY=$OUT/gpu_summary.md python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 step "compute-sanitizer on every kernel path"
@@ -35,7 +35,7 @@ for tool in memcheck racecheck initcheck synccheck; do
 done
 
 step "compute-sanitizer memcheck on the plugin adapters (enqueue through the harness)"
-compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -m gpu -q -p no:cacheprovider \
+TRTP_GPU_SUMMARY=$BUILD/sanitized_summary.md compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -m gpu -q -p no:cacheprovider \
   tests/gpu/test_plugin_gpu.py -k "trt11 and (768 or 37 or deserialized or bad)" > "$OUT/sanitize_plugin.log" 2>&1
 rc=$?
 echo "plugin memcheck: exit $rc, $(grep 'ERROR SUMMARY' "$OUT/sanitize_plugin.log" | tail -1), $(grep -E 'passed|failed' "$OUT/sanitize_plugin.log" | tail -1)"
