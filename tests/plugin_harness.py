@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from trtplugins import ops
-from trtplugins._lib import search_dirs
+from trtplugins._lib import find_library
 
 # nvinfer1::DataType / TensorFormat / PluginFieldType values (same in 10.x and 11.x headers).
 FLOAT, HALF, INT8, INT32, BOOL, UINT8, FP8, BF16, INT64 = 0, 1, 2, 3, 4, 5, 6, 7, 8
@@ -40,11 +40,7 @@ _SIGNATURES = {
 
 
 def find_harness(major: int) -> Path | None:
-    name = f"libtrtplugins_trt{major}_harness.so"
-    for d in search_dirs():
-        if (d / name).is_file():
-            return d / name
-    return None
+    return find_library(f"libtrtplugins_trt{major}_harness.so")[0]
 
 
 def _ints(values) -> ctypes.Array:

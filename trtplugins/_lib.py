@@ -58,13 +58,20 @@ def search_dirs() -> list[Path]:
     env = os.environ.get(LIBRARY_ENV)
     if env and Path(env).is_dir():
         dirs.append(Path(env))
-    # a source checkout's build dirs first (pip install -e . builds there too, so they are the freshest)
+    # a source checkout's build dirs (pip install -e . builds there too)
     build = _PACKAGE_DIR.parent / "build"
     if build.is_dir():
         dirs += sorted(p for p in build.iterdir() if p.is_dir()) + [build]
     # installed wheel; editable installs put the libraries beside the package's other path entries
     dirs += [Path(p) / "lib" for p in sys.modules[__package__].__path__]
     return dirs
+
+
+def find_library(name: str) -> tuple[Path | None, list[str]]:
+    """The newest file called `name` in search_dirs() (the freshest build wins), and every path tried."""
+    tried = [d / name for d in search_dirs()]
+    found = [p for p in tried if p.is_file()]
+    return (max(found, key=lambda p: p.stat().st_mtime) if found else None), [str(p) for p in tried]
 
 
 def library_path(major: int | None = None, variant: str = "loadlib") -> Path:
@@ -74,16 +81,13 @@ def library_path(major: int | None = None, variant: str = "loadlib") -> Path:
     if env and Path(env).is_file():
         return Path(env)
     name = library_name(major, variant)
-    tried = []
-    for d in search_dirs():
-        p = d / name
-        if p.is_file():
-            return p
-        tried.append(str(p))
-    raise PluginLibraryError(
-        f"{name} not found. Tried: {', '.join(tried)}. Build it with `pip install -e .` on a machine with nvcc and "
-        f"TensorRT {major} headers (TENSORRT_ROOT or TRTPLUGINS_TENSORRT_ROOTS), or set {LIBRARY_ENV}."
-    )
+    path, tried = find_library(name)
+    if path is None:
+        raise PluginLibraryError(
+            f"{name} not found. Tried: {', '.join(tried)}. Build it with `pip install -e .` on a machine with nvcc and "
+            f"TensorRT {major} headers (TENSORRT_ROOT or TRTPLUGINS_TENSORRT_ROOTS), or set {LIBRARY_ENV}."
+        )
+    return path
 
 
 def _major_of(path: Path) -> int | None:

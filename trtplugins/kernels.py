@@ -4,8 +4,8 @@ For tests and benchmarks: each call launches the same kernel the plugin's enqueu
 launches. Functions take torch CUDA tensors (launched on torch's current stream);
 `raw_bias_activation` / `raw_skip_norm` take device pointers as ints.
 
-The library is found through $TRTPLUGINS_KERNELS_LIB, else under build/ or
-trtplugins/lib/ of the source tree; the error lists every path tried.
+The library is found through $TRTPLUGINS_KERNELS_LIB, else where the plugin
+libraries are searched (trtplugins._lib.search_dirs); the error lists every path tried.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ops
+from ._lib import find_library
 
 LIB_NAME = "libtrtplugins_kernels.so"
 ENV_VAR = "TRTPLUGINS_KERNELS_LIB"
@@ -31,39 +32,21 @@ class KernelError(RuntimeError):
     pass
 
 
-def candidate_paths() -> list[Path]:
-    pkg = Path(__file__).resolve().parent
-    root = pkg.parent
-    paths = []
-    if os.environ.get(ENV_VAR):
-        paths.append(Path(os.environ[ENV_VAR]))
-    paths.append(root / "build" / LIB_NAME)
-    paths.extend(sorted((root / "build").glob(f"**/{LIB_NAME}")))
-    paths.append(pkg / "lib" / LIB_NAME)
-    seen, out = set(), []
-    for p in paths:
-        if p not in seen:
-            seen.add(p)
-            out.append(p)
-    return out
-
-
 def load() -> ctypes.CDLL:
     """Load the kernel library once; raise FileNotFoundError listing the paths tried."""
     global _lib
     if _lib is not None:
         return _lib
-    tried = candidate_paths()
-    for path in tried:
-        if path.is_file():
-            lib = ctypes.CDLL(str(path))
-            _declare(lib)
-            _lib = lib
-            return lib
-    raise FileNotFoundError(
-        f"{LIB_NAME} not found; set {ENV_VAR} or build it (see plugin_src/). Tried:\n"
-        + "\n".join(f"  {p}" for p in tried)
-    )
+    env = os.environ.get(ENV_VAR)
+    path, tried = (Path(env), [env]) if env else find_library(LIB_NAME)
+    if path is None or not path.is_file():
+        raise FileNotFoundError(
+            f"{LIB_NAME} not found; set {ENV_VAR} or build it (pip install -e . with nvcc). Tried:\n"
+            + "\n".join(f"  {p}" for p in tried)
+        )
+    _lib = ctypes.CDLL(str(path))
+    _declare(_lib)
+    return _lib
 
 
 def _declare(lib: ctypes.CDLL) -> None:
