@@ -178,20 +178,22 @@ def test_python_rejects_bad_attributes(registry, name, attrs, exc, text):
 
 
 @pytest.mark.parametrize(
-    "attrs",
+    "attrs,reason",
     [
-        dict(norm="layer", gamma=f32(1, 2), epsilon=0.0),
-        dict(norm="layer", gamma=f32(1, 2), epsilon=-1e-5),
-        dict(norm="layer", gamma=f32(1, 2), epsilon=float("nan")),
-        dict(norm="layer", gamma=f32(1, 2), output_sum=2),
-        dict(norm="layer", gamma=f32(1, 2), beta=f32(1, 2, 3)),
-        dict(norm="rms", gamma=f32(1, 2), bias=f32(1)),
-        dict(norm="rms", gamma=f32(1, np.inf)),
+        (dict(norm="layer", gamma=f32(1, 2), epsilon=0.0), "epsilon must be finite and > 0"),
+        (dict(norm="layer", gamma=f32(1, 2), epsilon=-1e-5), "epsilon must be finite and > 0"),
+        (dict(norm="layer", gamma=f32(1, 2), epsilon=float("nan")), "epsilon must be finite and > 0"),
+        (dict(norm="layer", gamma=f32(1, 2), output_sum=2), "output_sum must be 0 or 1"),
+        (dict(norm="layer", gamma=f32(1, 2), beta=f32(1, 2, 3)), "beta has 3 values, gamma has 2"),
+        (dict(norm="rms", gamma=f32(1, 2), bias=f32(1)), "bias has 1 values, gamma has 2"),
+        (dict(norm="rms", gamma=f32(1, np.inf)), "'gamma'[1] is not finite"),
     ],
 )
-def test_creator_rejects_out_of_range(registry, attrs):
-    with pytest.raises(ValueError, match="creator rejected"):
+def test_creator_rejects_out_of_range(registry, attrs, reason):
+    """The C++ creator's own checks; its reason reaches the Python exception."""
+    with pytest.raises(ValueError, match="creator rejected") as e:
         trtplugins.create_plugin("SkipNorm", registry=registry, **attrs)
+    assert reason in str(e.value) and "SkipNorm::createPlugin" in str(e.value)
 
 
 # ---------------------------------------------------------------- bad input: the C++ creator itself

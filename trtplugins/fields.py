@@ -6,7 +6,11 @@ here until the creator has returned.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
+import os
+import sys
+import tempfile
 from typing import Any
 
 import numpy as np
@@ -92,8 +96,29 @@ def create_plugin(name: str, *, version: str = ops.VERSION, namespace: str = ops
             f"no creator {name!r} version {version!r} namespace {namespace!r} registered: call trtplugins.load() first"
         )
     collection, keep = field_collection(name, attrs, trt)
-    plugin = creator.create_plugin(name, collection)
+    with _stderr_captured() as said:
+        plugin = creator.create_plugin(name, collection)
     del keep  # safe only now: the creator has copied the data
     if plugin is None:
-        raise ValueError(f"{name}: the creator rejected {sorted(attrs)} (reason in the TensorRT log)")
+        reason = said().strip().replace("[trtplugins] ", "") or "reason in the TensorRT log"
+        raise ValueError(f"{name}: the creator rejected the attributes: {reason}")
     return plugin
+
+
+@contextlib.contextmanager
+def _stderr_captured():
+    """Capture what native code writes to fd 2 (the library logs there when TensorRT
+    gives it no logger), pass it on to stderr, and yield a getter for it."""
+    text = ""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lambda: text
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode(errors="replace")
+            sys.stderr.write(text)

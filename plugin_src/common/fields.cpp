@@ -72,22 +72,20 @@ FieldNames::FieldNames(const std::vector<FieldSpec>& schema) {
     mCollection.fields = mFields.data();
 }
 
-FieldParser::FieldParser(const char* plugin, const nvinfer1::PluginFieldCollection* fc,
-                         const std::vector<FieldSpec>& schema)
-    : mPlugin(plugin) {
-    if (!fc) fail("%s: null PluginFieldCollection", plugin);
-    if (fc->nbFields < 0 || (fc->nbFields > 0 && !fc->fields)) fail("%s: malformed PluginFieldCollection", plugin);
+FieldParser::FieldParser(const nvinfer1::PluginFieldCollection* fc, const std::vector<FieldSpec>& schema) {
+    if (!fc) fail("null PluginFieldCollection");
+    if (fc->nbFields < 0 || (fc->nbFields > 0 && !fc->fields)) fail("malformed PluginFieldCollection");
     std::vector<const char*> known;
     for (const auto& s : schema) known.push_back(s.name);
     for (int32_t i = 0; i < fc->nbFields; ++i) {
         const auto& f = fc->fields[i];
-        if (!f.name) fail("%s: field %d has no name", plugin, i);
+        if (!f.name) fail("field %d has no name", i);
         bool isKnown = false;
         for (const char* k : known) isKnown = isKnown || std::strcmp(k, f.name) == 0;
-        if (!isKnown) fail("%s: unknown field '%s' (fields: %s)", plugin, f.name, joinNames(known.data(), known.size()).c_str());
+        if (!isKnown) fail("unknown field '%s' (fields: %s)", f.name, joinNames(known.data(), known.size()).c_str());
         for (const auto* seen : mFields)
-            if (std::strcmp(seen->name, f.name) == 0) fail("%s: field '%s' given twice", plugin, f.name);
-        if (f.length < 0 || (f.length > 0 && !f.data)) fail("%s: field '%s' has no data", plugin, f.name);
+            if (std::strcmp(seen->name, f.name) == 0) fail("field '%s' given twice", f.name);
+        if (f.length < 0 || (f.length > 0 && !f.data)) fail("field '%s' has no data", f.name);
         mFields.push_back(&f);
     }
 }
@@ -98,9 +96,9 @@ const nvinfer1::PluginField* FieldParser::find(const char* name, FieldKind kind)
         bool typeOk = kind == FieldKind::kWeights
                           ? (f->type == PluginFieldType::kFLOAT32 || f->type == PluginFieldType::kFLOAT16 || f->type == PluginFieldType::kBF16)
                           : f->type == declaredType(kind);
-        if (!typeOk) fail("%s: field '%s' must be %s, got %s", mPlugin, name, kindName(kind), typeName(f->type));
+        if (!typeOk) fail("field '%s' must be %s, got %s", name, kindName(kind), typeName(f->type));
         bool lengthOk = kind == FieldKind::kString || kind == FieldKind::kWeights ? f->length >= 1 : f->length == 1;
-        if (!lengthOk) fail("%s: field '%s' must be %s, got %d values", mPlugin, name, kindName(kind), f->length);
+        if (!lengthOk) fail("field '%s' must be %s, got %d values", name, kindName(kind), f->length);
         return f;
     }
     return nullptr;
@@ -142,7 +140,7 @@ std::optional<std::vector<float>> FieldParser::weights(const char* name) const {
             std::memcpy(&h, bytes + 2 * i, 2);
             out[i] = f->type == PluginFieldType::kFLOAT16 ? halfToFloat(h) : bf16ToFloat(h);
         }
-        if (!std::isfinite(out[i])) fail("%s: field '%s'[%zu] is not finite", mPlugin, name, i);
+        if (!std::isfinite(out[i])) fail("field '%s'[%zu] is not finite", name, i);
     }
     return out;
 }

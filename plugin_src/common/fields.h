@@ -30,7 +30,7 @@ private:
 class FieldParser {
 public:
     // Throws PluginError on a null collection, unknown or duplicate names.
-    FieldParser(const char* plugin, const nvinfer1::PluginFieldCollection* fc, const std::vector<FieldSpec>& schema);
+    FieldParser(const nvinfer1::PluginFieldCollection* fc, const std::vector<FieldSpec>& schema);
 
     std::optional<std::string> string(const char* name) const;
     std::optional<float> float32(const char* name) const;
@@ -39,11 +39,10 @@ public:
     std::optional<std::vector<float>> weights(const char* name) const;
 
     template <class T>
-    static T required(std::optional<T> v, const char* plugin, const char* name);
+    static T required(std::optional<T> v, const char* name);
 
 private:
     const nvinfer1::PluginField* find(const char* name, FieldKind kind) const;
-    const char* mPlugin;
     std::vector<const nvinfer1::PluginField*> mFields;
 };
 
@@ -58,7 +57,7 @@ struct EnumName {
 std::string joinNames(const char* const* names, size_t n);
 
 template <class E, size_t N>
-E parseEnum(const std::string& s, const EnumName<E> (&table)[N], const char* plugin, const char* field);
+E parseEnum(const std::string& s, const EnumName<E> (&table)[N], const char* field);
 
 template <class E, size_t N>
 const char* enumName(E v, const EnumName<E> (&table)[N]) {

@@ -41,12 +41,14 @@ class PluginBase : public nvinfer1::IPluginV2DynamicExt {
 public:
     const char* getPluginType() const noexcept override { return Derived::kName; }
     const char* getPluginVersion() const noexcept override { return kPluginVersion; }
-    void setPluginNamespace(const char* ns) noexcept override { mNamespace = ns ? ns : ""; }
+    void setPluginNamespace(const char* ns) noexcept override {
+        guardedVoid(Derived::kName, "setPluginNamespace", [&] { mNamespace = ns ? ns : ""; });
+    }
     const char* getPluginNamespace() const noexcept override { return mNamespace.c_str(); }
     void destroy() noexcept override { delete this; }
 
     int32_t initialize() noexcept override {
-        return guarded(where("initialize").c_str(), -1, [&] {
+        return guarded(Derived::kName, "initialize", -1, [&] {
             if (!mDevice) mDevice = DeviceWeights::upload(self().weights());
             return 0;
         });
@@ -54,10 +56,10 @@ public:
     void terminate() noexcept override { mDevice.reset(); }
 
     size_t getSerializationSize() const noexcept override {
-        return guarded(where("getSerializationSize").c_str(), size_t{0}, [&] { return blob().size(); });
+        return guarded(Derived::kName, "getSerializationSize", size_t{0}, [&] { return blob().size(); });
     }
     void serialize(void* buffer) const noexcept override {
-        guardedVoid(where("serialize").c_str(), [&] {
+        guardedVoid(Derived::kName, "serialize", [&] {
             check(buffer != nullptr, "null buffer");
             blob().copyTo(buffer);
         });
@@ -65,7 +67,7 @@ public:
 
     // Clones share the device weights of an initialized source.
     nvinfer1::IPluginV2DynamicExt* clone() const noexcept override {
-        return guarded(where("clone").c_str(), static_cast<nvinfer1::IPluginV2DynamicExt*>(nullptr),
+        return guarded(Derived::kName, "clone", static_cast<nvinfer1::IPluginV2DynamicExt*>(nullptr),
                        [&]() -> nvinfer1::IPluginV2DynamicExt* { return new Derived(self()); });
     }
 
@@ -105,7 +107,7 @@ public:
 
     void configurePlugin(const nvinfer1::DynamicPluginTensorDesc* in, int32_t nbInputs,
                          const nvinfer1::DynamicPluginTensorDesc* out, int32_t nbOutputs) noexcept override {
-        guardedVoid(where("configurePlugin").c_str(), [&] {
+        guardedVoid(Derived::kName, "configurePlugin", [&] {
             checkCounts(nbInputs, nbOutputs);
             check(in != nullptr && out != nullptr, "null tensor descriptors");
             std::vector<nvinfer1::Dims> dims;
@@ -121,7 +123,7 @@ public:
 
     int32_t enqueue(const nvinfer1::PluginTensorDesc* inputDesc, const nvinfer1::PluginTensorDesc* outputDesc,
                     const void* const* inputs, void* const* outputs, void*, cudaStream_t stream) noexcept override {
-        return guarded(where("enqueue").c_str(), -1, [&] {
+        return guarded(Derived::kName, "enqueue", -1, [&] {
             check(inputDesc && outputDesc && inputs && outputs, "null descriptors or pointers");
             const int32_t nbInputs = mConfiguredInputs;
             DType dt;
@@ -161,7 +163,6 @@ protected:
 
 private:
     const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
-    std::string where(const char* method) const { return std::string(Derived::kName) + "::" + method; }
     Writer blob() const {
         Writer w(Derived::kName);
         w.pod(mConfiguredInputs);
@@ -184,14 +185,14 @@ public:
     const nvinfer1::PluginFieldCollection* getFieldNames() noexcept override { return mNames.collection(); }
 
     nvinfer1::IPluginV2* createPlugin(const char*, const nvinfer1::PluginFieldCollection* fc) noexcept override {
-        return guarded("createPlugin", static_cast<nvinfer1::IPluginV2*>(nullptr), [&] {
-            FieldParser parser(Plugin::kName, fc, Plugin::schema());
+        return guarded(Plugin::kName, "createPlugin", static_cast<nvinfer1::IPluginV2*>(nullptr), [&] {
+            FieldParser parser(fc, Plugin::schema());
             return adopt(new Plugin(Plugin::fromFields(parser)));
         });
     }
 
     nvinfer1::IPluginV2* deserializePlugin(const char*, const void* data, size_t length) noexcept override {
-        return guarded("deserializePlugin", static_cast<nvinfer1::IPluginV2*>(nullptr), [&] {
+        return guarded(Plugin::kName, "deserializePlugin", static_cast<nvinfer1::IPluginV2*>(nullptr), [&] {
             Reader reader(data, length, Plugin::kName);
             const auto nbInputs = reader.pod<int32_t>();
             if (nbInputs < Plugin::kMinInputs || nbInputs > Plugin::kMaxInputs) fail("serialized input count %d is invalid", nbInputs);
@@ -202,7 +203,9 @@ public:
         });
     }
 
-    void setPluginNamespace(const char* ns) noexcept override { mNamespace = ns ? ns : ""; }
+    void setPluginNamespace(const char* ns) noexcept override {
+        guardedVoid(Plugin::kName, "setPluginNamespace", [&] { mNamespace = ns ? ns : ""; });
+    }
     const char* getPluginNamespace() const noexcept override { return mNamespace.c_str(); }
 
 private:

@@ -32,26 +32,26 @@ void Writer::copyTo(void* buffer) const noexcept {
     std::memcpy(p, mPayload.data(), mPayload.size());
 }
 
-Reader::Reader(const void* data, size_t length, const char* plugin) : mPlugin(plugin) {
-    if (!data) fail("%s: null serialized data", plugin);
-    if (length < kBlobHeader) fail("%s: serialized data truncated (%zu bytes, header needs %zu)", plugin, length, kBlobHeader);
+Reader::Reader(const void* data, size_t length, const char* plugin) {
+    if (!data) fail("null serialized data");
+    if (length < kBlobHeader) fail("serialized data truncated (%zu bytes, header needs %zu)", length, kBlobHeader);
     const auto* bytes = static_cast<const uint8_t*>(data);
-    if (get<uint32_t>(bytes) != kBlobMagic) fail("%s: serialized data is not a trtplugins blob (bad magic)", plugin);
+    if (get<uint32_t>(bytes) != kBlobMagic) fail("serialized data is not a trtplugins blob (bad magic)");
     uint16_t format = get<uint16_t>(bytes + 4);
-    if (format != kBlobFormat) fail("%s: unsupported blob format %u (this library reads %u)", plugin, format, kBlobFormat);
-    if (get<uint16_t>(bytes + 6) != 0) fail("%s: serialized data has a bad header (reserved bits set)", plugin);
+    if (format != kBlobFormat) fail("unsupported blob format %u (this library reads %u)", format, kBlobFormat);
+    if (get<uint16_t>(bytes + 6) != 0) fail("serialized data has a bad header (reserved bits set)");
     uint32_t payload = get<uint32_t>(bytes + 8);
     if (payload != length - kBlobHeader)
-        fail("%s: serialized data has %zu payload bytes, header says %u (truncated or padded)", plugin, length - kBlobHeader, payload);
+        fail("serialized data has %zu payload bytes, header says %u (truncated or padded)", length - kBlobHeader, payload);
     mData = bytes + kBlobHeader;
     mSize = payload;
-    if (fnv1a(mData, mSize) != get<uint32_t>(bytes + 12)) fail("%s: serialized data is corrupted (checksum mismatch)", plugin);
+    if (fnv1a(mData, mSize) != get<uint32_t>(bytes + 12)) fail("serialized data is corrupted (checksum mismatch)");
     std::string name = string();
-    if (name != plugin) fail("%s: serialized data belongs to plugin '%s'", plugin, name.c_str());
+    if (name != plugin) fail("serialized data belongs to plugin '%s'", name.c_str());
 }
 
 const uint8_t* Reader::take(size_t n) {
-    if (n > mSize - mPos) fail("%s: serialized data truncated", mPlugin);
+    if (n > mSize - mPos) fail("serialized data truncated");
     const uint8_t* p = mData + mPos;
     mPos += n;
     return p;
@@ -65,14 +65,14 @@ std::string Reader::string() {
 
 std::vector<float> Reader::floats() {
     uint32_t n = pod<uint32_t>();
-    if (n > (mSize - mPos) / sizeof(float)) fail("%s: serialized data truncated", mPlugin);
+    if (n > (mSize - mPos) / sizeof(float)) fail("serialized data truncated");
     std::vector<float> v(n);
     std::memcpy(v.data(), take(n * sizeof(float)), n * sizeof(float));
     return v;
 }
 
 void Reader::finish() const {
-    if (mPos != mSize) fail("%s: %zu unread bytes at the end of serialized data", mPlugin, mSize - mPos);
+    if (mPos != mSize) fail("%zu unread bytes at the end of serialized data", mSize - mPos);
 }
 
 } // namespace trtp

@@ -65,7 +65,6 @@ public:
 
 private:
     const uint8_t* take(size_t n);
-    const char* mPlugin;
     const uint8_t* mData;
     size_t mSize;
     size_t mPos = 0;

@@ -10,7 +10,7 @@ constexpr EnumName<Activation> kActivations[] = {
 } // namespace
 
 BiasActivationPlugin::BiasActivationPlugin(Activation act, std::vector<float> bias) : mAct(act), mBias(std::move(bias)) {
-    if (!std::strcmp(enumName(act, kActivations), "?")) fail("%s: activation code %d is invalid", kName, static_cast<int>(act));
+    if (!std::strcmp(enumName(act, kActivations), "?")) fail("activation code %d is invalid", static_cast<int>(act));
 }
 
 std::vector<FieldSpec> BiasActivationPlugin::schema() {
@@ -18,7 +18,7 @@ std::vector<FieldSpec> BiasActivationPlugin::schema() {
 }
 
 BiasActivationPlugin BiasActivationPlugin::fromFields(const FieldParser& p) {
-    auto act = parseEnum(FieldParser::required(p.string("activation"), kName, "activation"), kActivations, kName, "activation");
+    auto act = parseEnum(FieldParser::required(p.string("activation"), "activation"), kActivations, "activation");
     return {act, p.weights("bias").value_or(std::vector<float>{})};
 }
 

@@ -8,12 +8,12 @@ constexpr EnumName<Norm> kNorms[] = {{"layer", Norm::kLayer}, {"rms", Norm::kRms
 } // namespace
 
 SkipNormPlugin::SkipNormPlugin(Params p) : mP(std::move(p)) {
-    if (!std::strcmp(enumName(mP.norm, kNorms), "?")) fail("%s: norm code %d is invalid", kName, static_cast<int>(mP.norm));
-    if (!(std::isfinite(mP.epsilon) && mP.epsilon > 0.f)) fail("%s: epsilon must be finite and > 0, got %g", kName, mP.epsilon);
-    if (mP.gamma.empty()) fail("%s: gamma must have at least one value", kName);
+    if (!std::strcmp(enumName(mP.norm, kNorms), "?")) fail("norm code %d is invalid", static_cast<int>(mP.norm));
+    if (!(std::isfinite(mP.epsilon) && mP.epsilon > 0.f)) fail("epsilon must be finite and > 0, got %g", mP.epsilon);
+    if (mP.gamma.empty()) fail("gamma must have at least one value");
     const size_t hidden = mP.gamma.size();
-    if (!mP.beta.empty() && mP.beta.size() != hidden) fail("%s: beta has %zu values, gamma has %zu", kName, mP.beta.size(), hidden);
-    if (!mP.bias.empty() && mP.bias.size() != hidden) fail("%s: bias has %zu values, gamma has %zu", kName, mP.bias.size(), hidden);
+    if (!mP.beta.empty() && mP.beta.size() != hidden) fail("beta has %zu values, gamma has %zu", mP.beta.size(), hidden);
+    if (!mP.bias.empty() && mP.bias.size() != hidden) fail("bias has %zu values, gamma has %zu", mP.bias.size(), hidden);
 }
 
 std::vector<FieldSpec> SkipNormPlugin::schema() {
@@ -23,13 +23,13 @@ std::vector<FieldSpec> SkipNormPlugin::schema() {
 
 SkipNormPlugin SkipNormPlugin::fromFields(const FieldParser& f) {
     Params p;
-    p.norm = parseEnum(FieldParser::required(f.string("norm"), kName, "norm"), kNorms, kName, "norm");
+    p.norm = parseEnum(FieldParser::required(f.string("norm"), "norm"), kNorms, "norm");
     p.epsilon = f.float32("epsilon").value_or(1e-5f);
-    p.gamma = FieldParser::required(f.weights("gamma"), kName, "gamma");
+    p.gamma = FieldParser::required(f.weights("gamma"), "gamma");
     p.beta = f.weights("beta").value_or(std::vector<float>{});
     p.bias = f.weights("bias").value_or(std::vector<float>{});
     const int32_t sum = f.int32("output_sum").value_or(0);
-    if (sum != 0 && sum != 1) fail("%s: output_sum must be 0 or 1, got %d", kName, sum);
+    if (sum != 0 && sum != 1) fail("output_sum must be 0 or 1, got %d", sum);
     p.outputSum = sum == 1;
     return SkipNormPlugin(std::move(p));
 }
@@ -39,7 +39,7 @@ SkipNormPlugin SkipNormPlugin::read(Reader& r) {
     p.norm = static_cast<Norm>(r.pod<int32_t>());
     p.epsilon = r.pod<float>();
     const auto sum = r.pod<int32_t>();
-    if (sum != 0 && sum != 1) fail("%s: serialized output_sum %d is invalid", kName, sum);
+    if (sum != 0 && sum != 1) fail("serialized output_sum %d is invalid", sum);
     p.outputSum = sum == 1;
     p.gamma = r.floats();
     p.beta = r.floats();
