@@ -43,7 +43,7 @@ echo "plugin memcheck: exit $rc, $(grep 'ERROR SUMMARY' "$OUT/sanitize_plugin.lo
 
 if [ "${1:-}" = "--bench" ]; then
   step "benchmark"
-  python3 scripts/bench_kernels.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" | tail -40
+  python3 scripts/bench_kernels.py --out "$OUT" --history benchmarks/RESULTS.md 2>&1 | tee "$OUT/bench.log" | tail -40
 fi
 echo "=== gpu_check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status
