@@ -59,11 +59,12 @@ std::string joinNames(const char* const* names, size_t n);
 template <class E, size_t N>
 E parseEnum(const std::string& s, const EnumName<E> (&table)[N], const char* field);
 
+// For values read back from blobs: is v one of the table's values?
 template <class E, size_t N>
-const char* enumName(E v, const EnumName<E> (&table)[N]) {
+bool isKnown(E v, const EnumName<E> (&table)[N]) {
     for (const auto& e : table)
-        if (e.value == v) return e.name;
-    return "?";
+        if (e.value == v) return true;
+    return false;
 }
 
 } // namespace trtp

@@ -10,7 +10,7 @@ constexpr EnumName<Activation> kActivations[] = {
 } // namespace
 
 BiasActivationPlugin::BiasActivationPlugin(Activation act, std::vector<float> bias) : mAct(act), mBias(std::move(bias)) {
-    if (!std::strcmp(enumName(act, kActivations), "?")) fail("activation code %d is invalid", static_cast<int>(act));
+    if (!isKnown(act, kActivations)) fail("activation code %d is invalid", static_cast<int>(act));
 }
 
 std::vector<FieldSpec> BiasActivationPlugin::schema() {

@@ -8,7 +8,7 @@ constexpr EnumName<Norm> kNorms[] = {{"layer", Norm::kLayer}, {"rms", Norm::kRms
 } // namespace
 
 SkipNormPlugin::SkipNormPlugin(Params p) : mP(std::move(p)) {
-    if (!std::strcmp(enumName(mP.norm, kNorms), "?")) fail("norm code %d is invalid", static_cast<int>(mP.norm));
+    if (!isKnown(mP.norm, kNorms)) fail("norm code %d is invalid", static_cast<int>(mP.norm));
     if (!(std::isfinite(mP.epsilon) && mP.epsilon > 0.f)) fail("epsilon must be finite and > 0, got %g", mP.epsilon);
     if (mP.gamma.empty()) fail("gamma must have at least one value");
     const size_t hidden = mP.gamma.size();

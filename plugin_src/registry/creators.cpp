@@ -35,7 +35,8 @@ void* loadedRuntime(const char** name, int32_t* major) noexcept {
     return nullptr;
 }
 
-bool runtimeMatches() noexcept {
+namespace {
+bool checkRuntime() noexcept {
     const char* name = nullptr;
     int32_t major = 0;
     void* h = loadedRuntime(&name, &major);
@@ -49,6 +50,12 @@ bool runtimeMatches() noexcept {
         "majors, so no plugin is registered. Load libtrtplugins_trt%d instead.",
         NV_TENSORRT_MAJOR, name, major, major);
     return false;
+}
+} // namespace
+
+bool runtimeMatches() noexcept {
+    static const bool matches = checkRuntime(); // checked (and reported) once per process
+    return matches;
 }
 
 } // namespace trtp
