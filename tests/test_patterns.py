@@ -114,6 +114,20 @@ def test_gelu_tanh_forms(cube):
     assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "gelu_tanh"
 
 
+def test_gelu_tanh_per_channel_coefficient_is_not_gelu():
+    """A cubic coefficient that is a vector starting with 0.044715 is not GELU: nothing fused."""
+    g = G()
+    coef = np.full(H, 0.5, np.float32)
+    coef[0] = 0.044715
+    x = "x"
+    x3 = g.op("Pow", x, g.c(3.0))
+    inner = g.op("Mul", g.c(math.sqrt(2 / math.pi)), g.op("Add", x, g.op("Mul", x3, g.c(coef))))
+    y = g.op("Mul", g.op("Mul", g.c(0.5), x), g.op("Add", g.op("Tanh", inner), g.c(1.0)))
+    m = g.model(y)
+    out, _ = run(m, ops=["gelu_tanh"], replaced=0)
+    assert out.SerializeToString() == m.SerializeToString()
+
+
 @pytest.mark.parametrize("approximate,expected", [("none", "gelu"), ("tanh", "gelu_tanh")])
 def test_gelu_op(approximate, expected):
     g = G(opset=20)

@@ -83,6 +83,13 @@ def split_const(node: gs.Node) -> tuple[gs.Tensor, np.ndarray] | None:
     return (b, ca) if ca is not None else (a, cb)
 
 
+def split_scalar(node: gs.Node) -> tuple[gs.Tensor, float]:
+    """(variable input, value) of a binary node whose other input is a one-element constant; Skip otherwise."""
+    pair = split_const(node)
+    need(pair is not None and pair[1].size == 1)
+    return pair[0], float(pair[1].reshape(-1)[0])
+
+
 @dataclass
 class Ctx:
     """A graph being matched, with tensor shapes/dtypes from shape inference."""

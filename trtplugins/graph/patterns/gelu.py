@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..match import close, guard, need, others, producer_op, product, scalar, split_const
+from ..match import close, guard, need, others, producer_op, product, scalar, split_const, split_scalar
 from .base import ActivationPattern
 
 
@@ -16,9 +16,8 @@ class GeluErf(ActivationPattern):
     def core(self, erf, ctx):
         scale = producer_op(erf.inputs[0], "Div", "Mul")
         need(scale is not None and ctx.private(scale.outputs[0], [erf]))
-        x, k = split_const(scale) or (None, None)
-        need(x is not None and k.size == 1 and (scale.op == "Mul" or scale.inputs[0] is x))
-        k = float(k.reshape(-1)[0])
+        x, k = split_scalar(scale)
+        need(scale.op == "Mul" or scale.inputs[0] is x)
         guard(close(k, math.sqrt(2) if scale.op == "Div" else math.sqrt(0.5)), f"Erf argument is x {'/' if scale.op == 'Div' else '*'} {k:.6g}, not x / sqrt(2)")
         one = ctx.consumer(erf.outputs[0], "Add")
         guard(close(scalar(others(one, erf.outputs[0])), 1.0), "Erf is not followed by + 1")
@@ -49,21 +48,21 @@ class GeluTanh(ActivationPattern):
     def core(self, tanh, ctx):
         outer = producer_op(tanh.inputs[0], "Mul")
         need(outer is not None and ctx.private(outer.outputs[0], [tanh]))
-        inner, k = split_const(outer) or (None, None)
-        need(inner is not None and k.size == 1)
+        inner, k = split_scalar(outer)
         add = producer_op(inner, "Add")
         need(add is not None and ctx.private(inner, [outer]))
         for x, term in (add.inputs, reversed(add.inputs)):
             x = ctx.source(x)
             cmul = producer_op(term, "Mul")
-            var, c = (split_const(cmul) if cmul is not None else None) or (None, None)
-            cube = _is_cube(ctx, var, x) if var is not None else None
+            pair = split_const(cmul) if cmul is not None else None
+            cube = _is_cube(ctx, pair[0], x) if pair is not None and pair[1].size == 1 else None
             if cube and ctx.private(term, [add]):
+                c = float(pair[1].reshape(-1)[0])
                 break
         else:
             need(False)
-        guard(close(float(k.reshape(-1)[0]), math.sqrt(2 / math.pi)), f"Tanh argument scale {float(k.reshape(-1)[0]):.6g} != sqrt(2/pi)")
-        guard(close(float(c.reshape(-1)[0]), 0.044715), f"cubic coefficient {float(c.reshape(-1)[0]):.6g} != 0.044715")
+        guard(close(k, math.sqrt(2 / math.pi)), f"Tanh argument scale {k:.6g} != sqrt(2/pi)")
+        guard(close(c, 0.044715), f"cubic coefficient {c:.6g} != 0.044715")
         one = ctx.consumer(tanh.outputs[0], "Add")
         guard(close(scalar(others(one, tanh.outputs[0])), 1.0), "Tanh is not followed by + 1")
         y, climbed = product(ctx, one.outputs[0], x, 0.5)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..match import close, guard, need, producer_op, product, split_const
+from ..match import close, guard, need, producer_op, product, split_scalar
 from .base import ActivationPattern
 from .relu import relu6
 
@@ -22,7 +22,7 @@ class HardSwish(ActivationPattern):
         shifted, nodes = relu6(node, ctx)
         add = producer_op(shifted, "Add")
         need(add is not None and ctx.private(shifted, nodes[:1]))
-        x, c = split_const(add) or (None, None)
-        need(x is not None and c.size == 1 and close(float(c.reshape(-1)[0]), 3.0))
+        x, c = split_scalar(add)
+        need(close(c, 3.0))
         y, climbed = product(ctx, node.outputs[0], x, 1 / 6)
         return x, y, [add] + nodes + climbed

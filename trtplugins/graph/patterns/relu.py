@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ..match import Skip, close, guard, need, producer_op, scalar, split_const
+from ..match import Skip, close, guard, need, producer_op, scalar, split_scalar
 from .base import ActivationPattern
 
 
@@ -28,12 +28,12 @@ def relu6(node, ctx):
         return node.inputs[0], [node]
     need(node.op in ("Min", "Max") and len(node.inputs) == 2)
     outer_c, inner_op, inner_c = (6.0, "Max", 0.0) if node.op == "Min" else (0.0, "Min", 6.0)
-    t, c = split_const(node) or (None, None)
-    need(t is not None and c.size == 1 and close(float(c.reshape(-1)[0]) + 1, outer_c + 1))
+    t, c = split_scalar(node)
+    need(close(c + 1, outer_c + 1))
     inner = producer_op(t, inner_op)
     need(inner is not None and ctx.private(t, [node]))
-    x, c = split_const(inner) or (None, None)
-    need(x is not None and c.size == 1 and close(float(c.reshape(-1)[0]) + 1, inner_c + 1))
+    x, c = split_scalar(inner)
+    need(close(c + 1, inner_c + 1))
     return x, [inner, node]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..match import close, guard, need, producer_op, product, split_const
+from ..match import close, guard, need, producer_op, product, split_scalar
 from .base import ActivationPattern
 
 
@@ -12,10 +12,9 @@ class QuickGelu(ActivationPattern):
     def core(self, sig, ctx):
         mul = producer_op(sig.inputs[0], "Mul")
         need(mul is not None and ctx.private(mul.outputs[0], [sig]))
-        x, k = split_const(mul) or (None, None)
-        need(x is not None and k.size == 1)
+        x, k = split_scalar(mul)
         y, climbed = product(ctx, sig.outputs[0], x, 1.0)
-        guard(close(float(k.reshape(-1)[0]), 1.702), f"Sigmoid argument scale {float(k.reshape(-1)[0]):.6g} != 1.702")
+        guard(close(k, 1.702), f"Sigmoid argument scale {k:.6g} != 1.702")
         return x, y, [mul, sig] + climbed
 
 
