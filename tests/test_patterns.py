@@ -114,6 +114,15 @@ def test_gelu_tanh_forms(cube):
     assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "gelu_tanh"
 
 
+def test_division_by_zero_constant_is_left_alone():
+    """a * (x / 0) is no GELU, and matching it must not raise."""
+    g = G()
+    a = g.op("Add", g.c(1.0), g.op("Erf", g.op("Div", "x", g.c(math.sqrt(2)))))
+    m = g.model(g.op("Mul", a, g.op("Div", "x", g.c(0.0))))
+    out, _ = run(m, replaced=0)
+    assert out.SerializeToString() == m.SerializeToString()
+
+
 def test_gelu_tanh_per_channel_coefficient_is_not_gelu():
     """A cubic coefficient that is a vector starting with 0.044715 is not GELU: nothing fused."""
     g = G()

@@ -193,10 +193,9 @@ def product(ctx: Ctx, start: gs.Tensor, x: gs.Tensor, scale: float) -> tuple[gs.
         else:  # other = Mul(x, c) / Div(x, c) feeding only this node
             p = producer_op(other, "Mul", "Div")
             need(not has_x and p is not None and ctx.private(other, [n]))
-            var, c = split_const(p) or (None, None)
-            need(var is not None and ctx.source(var) is x and c.size == 1)
-            need(p.op == "Mul" or p.inputs[0] is var)
-            factor = factor * float(c.reshape(-1)[0]) if p.op == "Mul" else factor / float(c.reshape(-1)[0])
+            var, c = split_scalar(p)
+            need(ctx.source(var) is x and (p.op == "Mul" or (p.inputs[0] is var and c != 0)))
+            factor = factor * c if p.op == "Mul" else factor / c
             has_x = True
             nodes.append(p)
         nodes.append(n)
