@@ -85,6 +85,9 @@ class Evaluator:
         part.functions.extend(self.model.functions)
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
+        # exact semantics: ONNX Runtime's extended fusions can change the math (its LayerNorm
+        # fusion was seen ignoring a Pow exponent other than 2); constant folding is kept
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         sess = ort.InferenceSession(part.SerializeToString(), opts, providers=["CPUExecutionProvider"])
         self._sessions[index] = (sess, [i.name for i in inputs], [o.name for o in outputs])
         return self._sessions[index]
