@@ -12,11 +12,13 @@ import numpy as np
 
 from trtplugins import ops
 from trtplugins._lib import find_library
+from trtplugins.fields import field_array
 
 # nvinfer1::DataType / TensorFormat / PluginFieldType values (same in 10.x and 11.x headers).
 FLOAT, HALF, INT8, INT32, BOOL, UINT8, FP8, BF16, INT64 = 0, 1, 2, 3, 4, 5, 6, 7, 8
 LINEAR, CHW2 = 0, 1
 PF_FLOAT16, PF_FLOAT32, PF_FLOAT64, PF_INT8, PF_INT16, PF_INT32, PF_CHAR, PF_DIMS, PF_UNKNOWN, PF_BF16, PF_INT64 = range(11)
+_PF = {"CHAR": PF_CHAR, "FLOAT32": PF_FLOAT32, "INT32": PF_INT32, "FLOAT16": PF_FLOAT16, "BF16": PF_BF16}
 
 _c = ctypes
 _P, _I, _L, _Z = _c.c_void_p, _c.c_int, _c.POINTER(_c.c_int64), _c.c_size_t
@@ -74,22 +76,13 @@ class Harness:
         return Plugin(self, name, ptr) if ptr else None
 
     def create_from(self, name: str, **attrs) -> "Plugin":
-        """Typed fields from Python values, as trtplugins.create_plugin builds them."""
+        """Typed fields from Python values, by the same conversion trtplugins.create_plugin uses."""
+        spec = ops.spec(name)
         raw = []
-        for f in ops.spec(name).fields:
-            v = attrs.get(f.name)
-            if v is None:
-                continue
-            if f.kind == "string":
-                raw.append((f.name, PF_CHAR, np.frombuffer(v.encode() + b"\0", np.int8)))
-            elif f.kind == "float":
-                raw.append((f.name, PF_FLOAT32, np.array([v], np.float32)))
-            elif f.kind == "int":
-                raw.append((f.name, PF_INT32, np.array([int(v)], np.int32)))
-            else:
-                a = np.asarray(v)
-                raw.append((f.name, PF_FLOAT16 if a.dtype == np.float16 else PF_FLOAT32,
-                            a if a.dtype == np.float16 else a.astype(np.float32)))
+        for f in spec.fields:
+            if attrs.get(f.name) is not None:
+                data, ftype = field_array(spec, f, attrs[f.name])
+                raw.append((f.name, _PF[ftype], data))
         plugin = self.create(name, raw)
         assert plugin is not None, f"{name} creation failed for {sorted(attrs)}"
         return plugin

@@ -27,26 +27,25 @@ def _bf16_dtype():
     return np.dtype(ml_dtypes.bfloat16)
 
 
-def field_array(spec: ops.OpSpec, f: ops.Field, value: Any, trt) -> tuple[np.ndarray, Any]:
-    """(data array, PluginFieldType) for one field; TypeError/ValueError on bad values."""
+def field_array(spec: ops.OpSpec, f: ops.Field, value: Any) -> tuple[np.ndarray, str]:
+    """(data array, PluginFieldType member name) for one field; TypeError/ValueError on bad values."""
     where = f"{spec.name}.{f.name}"
-    T = trt.PluginFieldType
     if f.kind == "string":
         if not isinstance(value, str):
             raise TypeError(f"{where} must be a str, got {type(value).__name__}")
         if f.choices and value not in f.choices:
             raise ValueError(f"{where} = {value!r} is not one of {list(f.choices)}")
-        return np.frombuffer(value.encode() + b"\0", dtype=np.int8).copy(), T.CHAR
+        return np.frombuffer(value.encode() + b"\0", dtype=np.int8).copy(), "CHAR"
     if f.kind == "float":
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{where} must be a float, got {type(value).__name__}")
-        return np.array([value], dtype=np.float32), T.FLOAT32
+        return np.array([value], dtype=np.float32), "FLOAT32"
     if f.kind == "int":
         if not isinstance(value, (numbers.Integral, bool)):
             raise TypeError(f"{where} must be an int, got {type(value).__name__}")
         if not np.iinfo(np.int32).min <= int(value) <= np.iinfo(np.int32).max:
             raise ValueError(f"{where} = {value} does not fit in int32")
-        return np.array([int(value)], dtype=np.int32), T.INT32
+        return np.array([int(value)], dtype=np.int32), "INT32"
     # weights
     arr = np.asarray(value)
     if arr.dtype.kind not in "fiu" and arr.dtype != _bf16_dtype():
@@ -54,10 +53,10 @@ def field_array(spec: ops.OpSpec, f: ops.Field, value: Any, trt) -> tuple[np.nda
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{where} must be a non-empty 1-D array, got shape {arr.shape}")
     if arr.dtype == np.float16:
-        return np.ascontiguousarray(arr), T.FLOAT16
+        return np.ascontiguousarray(arr), "FLOAT16"
     if arr.dtype == _bf16_dtype():  # the buffer protocol has no bfloat16: pass the bits
-        return np.ascontiguousarray(arr).view(np.uint16), T.BF16
-    return np.ascontiguousarray(arr, dtype=np.float32), T.FLOAT32
+        return np.ascontiguousarray(arr).view(np.uint16), "BF16"
+    return np.ascontiguousarray(arr, dtype=np.float32), "FLOAT32"
 
 
 def field_collection(name: str, attrs: dict[str, Any], trt=None):
@@ -75,9 +74,9 @@ def field_collection(name: str, attrs: dict[str, Any], trt=None):
     for f in spec.fields:
         if attrs.get(f.name) is None:
             continue
-        data, ftype = field_array(spec, f, attrs[f.name], trt)
+        data, ftype = field_array(spec, f, attrs[f.name])
         keep.append(data)
-        fields.append(trt.PluginField(f.name, data, ftype))
+        fields.append(trt.PluginField(f.name, data, getattr(trt.PluginFieldType, ftype)))
     return trt.PluginFieldCollection(fields), keep
 
 
