@@ -111,21 +111,17 @@ std::optional<std::string> FieldParser::string(const char* name) const {
     return std::string(s, strnlen(s, static_cast<size_t>(f->length)));
 }
 
-std::optional<float> FieldParser::float32(const char* name) const {
-    const auto* f = find(name, FieldKind::kFloat);
+template <class T>
+std::optional<T> FieldParser::single(const char* name, FieldKind kind) const {
+    const auto* f = find(name, kind); // type and length (1) checked
     if (!f) return std::nullopt;
-    float v;
+    T v;
     std::memcpy(&v, f->data, sizeof v);
     return v;
 }
 
-std::optional<int32_t> FieldParser::int32(const char* name) const {
-    const auto* f = find(name, FieldKind::kInt);
-    if (!f) return std::nullopt;
-    int32_t v;
-    std::memcpy(&v, f->data, sizeof v);
-    return v;
-}
+std::optional<float> FieldParser::float32(const char* name) const { return single<float>(name, FieldKind::kFloat); }
+std::optional<int32_t> FieldParser::int32(const char* name) const { return single<int32_t>(name, FieldKind::kInt); }
 
 std::optional<std::vector<float>> FieldParser::weights(const char* name) const {
     const auto* f = find(name, FieldKind::kWeights);

@@ -43,6 +43,8 @@ public:
 
 private:
     const nvinfer1::PluginField* find(const char* name, FieldKind kind) const;
+    template <class T>
+    std::optional<T> single(const char* name, FieldKind kind) const;
     std::vector<const nvinfer1::PluginField*> mFields;
 };
 
