@@ -437,6 +437,8 @@ template <class T, int VEC, Norm NORM> cudaError_t dispatch(const Row<T>& a, cud
 
 } // namespace
 
+int32_t skipNormVariant(DType, int64_t) { return -1; }
+
 cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stream) {
     if (args.rows < 0 || args.hidden < 1 || !(args.epsilon >= 0.f)) return cudaErrorInvalidValue;
     if (args.norm != Norm::kLayer && args.norm != Norm::kRms) return cudaErrorInvalidValue;

@@ -21,7 +21,12 @@ struct SkipNormArgs {
     int64_t hidden = 0;
     float epsilon = 1e-5f;
     Norm norm = Norm::kLayer;
+    int32_t variant = -1;        // skipNormVariant(dt, hidden) chosen when configured; -1: chosen at launch
 };
+
+// Kernel variant for a dtype and hidden size: a pure function (no CUDA call, no allocation), so a
+// plugin chooses it when it is configured and enqueue only launches.
+int32_t skipNormVariant(DType dt, int64_t hidden);
 
 // rows == 0 launches nothing. Returns the launch status (never aborts).
 cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stream);
