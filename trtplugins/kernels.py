@@ -53,8 +53,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     p, ll, i, f = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_float
     lib.trtp_bias_activation.argtypes = [i, p, p, p, ll, ll, i, p]
     lib.trtp_bias_activation.restype = i
-    lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, p]
+    lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p]
     lib.trtp_skip_norm.restype = i
+    lib.trtp_skip_norm_variant.argtypes = [i, ll]
+    lib.trtp_skip_norm_variant.restype = i
+    lib.trtp_skip_norm_candidates.argtypes = [i, ll, ctypes.POINTER(i), i]
+    lib.trtp_skip_norm_candidates.restype = i
     lib.trtp_error_string.argtypes = [i]
     lib.trtp_error_string.restype = ctypes.c_char_p
     lib.trtp_empty_launch.argtypes = [p]
@@ -90,12 +94,26 @@ def raw_bias_activation(dtype, x: int, bias: int, y: int, rows: int, hidden: int
 
 
 def raw_skip_norm(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: int, sum_out: int,
-                  rows: int, hidden: int, epsilon: float, norm, stream: int = 0):
+                  rows: int, hidden: int, epsilon: float, norm, stream: int = 0, skip_rows: int = 0,
+                  variant: int = -1):
     code = load().trtp_skip_norm(
         _lookup(DTYPES, dtype, "dtype"), x, skip or None, bias or None, gamma, beta or None, y,
-        sum_out or None, rows, hidden, epsilon, _lookup(NORM_IDS, norm, "norm"), stream or None,
+        sum_out or None, rows, hidden, epsilon, _lookup(NORM_IDS, norm, "norm"), skip_rows, variant,
+        stream or None,
     )
     _check(code, "skip_norm")
+
+
+def skip_norm_variant(dtype, hidden: int) -> int:
+    """The kernel variant the plugin picks for (dtype, hidden) when it is configured."""
+    return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), hidden)
+
+
+def skip_norm_candidates(dtype, hidden: int) -> list[int]:
+    """Every kernel variant that can run rows of `hidden` elements (benchmarks, tests)."""
+    buf = (ctypes.c_int * 128)()
+    n = load().trtp_skip_norm_candidates(_lookup(DTYPES, dtype, "dtype"), hidden, buf, 128)
+    return list(buf[:n])
 
 
 def empty_launch(stream: int = 0) -> None:
@@ -153,19 +171,34 @@ def bias_activation(x, bias=None, activation: str = "gelu", out=None):
 
 
 def skip_norm(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer", epsilon: float = 1e-5,
-              output_sum: bool = False, out=None, sum_out=None):
-    """s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). Returns y, or (y, s) with output_sum."""
+              output_sum: bool = False, out=None, sum_out=None, variant: int = -1):
+    """s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). Returns y, or (y, s) with output_sum.
+
+    skip is like x, or broadcasts over x's leading dims (its shape a suffix of x's, leading 1s
+    allowed). variant: a kernel variant to force (-1: the one the plugin picks)."""
     import torch
 
     hidden = x.shape[-1]
     y = torch.empty_like(x) if out is None else out
     s = (torch.empty_like(x) if sum_out is None else sum_out) if output_sum else None
     rows = x.numel() // hidden if hidden else 0
+    skip_ptr, skip_rows = 0, 0
+    if skip is not None:
+        if skip.shape == x.shape:
+            skip_ptr = _data(skip, "skip", x)
+        else:
+            lead = [d for d in skip.shape[:-1]]
+            while lead and lead[0] == 1:
+                lead.pop(0)
+            if skip.dtype != x.dtype or skip.shape[-1] != hidden or tuple(lead) != tuple(x.shape[x.dim() - 1 - len(lead):-1]):
+                raise ValueError(f"skip {tuple(skip.shape)} must be like x {tuple(x.shape)} or broadcast over its "
+                                 "leading dims")
+            skip_ptr, skip_rows = _data(skip, "skip"), max(1, skip.numel() // hidden)
     with torch.cuda.device(x.device):
         raw_skip_norm(
-            _torch_dtype_name(x), _data(x, "x"), 0 if skip is None else _data(skip, "skip", x),
+            _torch_dtype_name(x), _data(x, "x"), skip_ptr,
             _weight(bias, "bias", hidden), _weight(gamma, "gamma", hidden), _weight(beta, "beta", hidden),
             _data(y, "out", x), 0 if s is None else _data(s, "sum_out", x), rows, hidden, float(epsilon),
-            norm, _stream(x),
+            norm, _stream(x), skip_rows, variant,
         )
     return (y, s) if output_sum else y

@@ -1,4 +1,4 @@
-// y = act(x + bias): a grid-stride elementwise kernel over the flat tensor, FP32 math.
+// y = act(x + bias): an elementwise kernel over the flat tensor, FP32 math.
 // Fast path: 16-byte accesses, UNROLL independent loads in flight per thread. Fallback: one
 // element per access (unaligned pointers or hidden not a multiple of the vector width).
 #include "bias_activation.h"
@@ -12,7 +12,7 @@ using namespace detail;
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
 
-template <Activation A> __device__ __forceinline__ float activate(float v) {
+template <Activation A, bool ACCURATE> __device__ __forceinline__ float activate(float v) {
     if constexpr (A == Activation::kIdentity) {
         return v;
     } else if constexpr (A == Activation::kRelu) {
@@ -20,14 +20,23 @@ template <Activation A> __device__ __forceinline__ float activate(float v) {
     } else if constexpr (A == Activation::kRelu6) {
         return fminf(fmaxf(v, 0.f), 6.f);
     } else if constexpr (A == Activation::kGelu) {
-        // 0.5 v (1 + erf(v / sqrt 2)) = 0.5 v erfc(-v / sqrt 2): erfc by Abramowitz & Stegun 7.1.26
-        // (|error| <= 1.5e-7, branch-free; erff's two branches diverge on real data and made
-        // FP16 GELU compute-bound), so 0.5 |v| x that <= 7e-7 x scale.
+        // 0.5 v (1 + erf(v / sqrt 2)) = 0.5 v erfc(-v / sqrt 2), erfc(z) for z >= 0 by the Chebyshev
+        // fit of Numerical Recipes' erfcc (relative error < 1.2e-7 everywhere, so the negative tail
+        // is exact to FP32 rounding, not only in absolute terms) and branch-free (erff's branches
+        // diverge on real data). FP32 I/O takes the accurate expf; 16-bit I/O the fast one.
         const float z = fabsf(v) * 0.70710678118654752f;
-        const float t = __fdividef(1.f, fmaf(0.3275911f, z, 1.f));
-        const float p = t * fmaf(t, fmaf(t, fmaf(t, fmaf(t, 1.061405429f, -1.453152027f), 1.421413741f),
-                                         -0.284496736f), 0.254829592f);
-        const float e = p * __expf(-z * z); // erfc(z)
+        const float t = __fdividef(1.f, fmaf(0.5f, z, 1.f));
+        float p = fmaf(t, 0.17087277f, -0.82215223f);
+        p = fmaf(t, p, 1.48851587f);
+        p = fmaf(t, p, -1.13520398f);
+        p = fmaf(t, p, 0.27886807f);
+        p = fmaf(t, p, -0.18628806f);
+        p = fmaf(t, p, 0.09678418f);
+        p = fmaf(t, p, 0.37409196f);
+        p = fmaf(t, p, 1.00002368f);
+        p = fmaf(t, p, -1.26551223f);
+        const float arg = fmaf(-z, z, p);
+        const float e = t * (ACCURATE ? expf(arg) : __expf(arg)); // erfc(z)
         return 0.5f * v * (v >= 0.f ? 2.f - e : e);
     } else if constexpr (A == Activation::kGeluTanh) {
         const float u = 0.79788456080286536f * fmaf(0.044715f * v, v * v, v);
@@ -50,10 +59,10 @@ __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const floa
                                                           int64_t npacks, int64_t hidden, int64_t step,
                                                           int64_t stepU) {
     const int64_t stride = int64_t(gridDim.x) * kThreads;
-    const unsigned g = blockIdx.x * kThreads + threadIdx.x; // grid <= SMs * blocks/SM: fits
-    int64_t p = g;
+    int64_t p = int64_t(blockIdx.x) * kThreads + threadIdx.x;
     int64_t col = 0;
-    if constexpr (BIAS) col = hidden < (int64_t(1) << 32) ? int64_t(g * VEC % unsigned(hidden)) : p * VEC % hidden;
+    if constexpr (BIAS) // one 32-bit remainder per thread where it fits: 64-bit division is a long chain
+        col = p * VEC < (int64_t(1) << 32) ? int64_t(unsigned(p * VEC) % unsigned(hidden)) : p * VEC % hidden;
     for (; p < npacks; p += stride * kUnroll) {
         Pack<T, VEC> in[kUnroll];
 #pragma unroll
@@ -72,7 +81,7 @@ __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const floa
                     for (int i = 0; i < VEC; ++i) f[i] += b[i];
                 }
 #pragma unroll
-                for (int i = 0; i < VEC; ++i) f[i] = activate<A>(f[i]);
+                for (int i = 0; i < VEC; ++i) f[i] = activate<A, sizeof(T) == 4>(f[i]);
                 store<T, VEC>(y + (p + k * stride) * VEC, f);
             }
             if constexpr (BIAS) {
@@ -87,23 +96,16 @@ __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const floa
     }
 }
 
+// One pass of the grid covers the tensor (kUnroll packs per thread); no device query on this path.
 template <class T, int VEC, bool BIAS, Activation A>
 cudaError_t launchTyped(const T* x, const float* bias, T* y, int64_t n, int64_t hidden, cudaStream_t stream) {
-    auto kernel = biasActKernel<T, VEC, BIAS, A>;
-    static int perSm = [&] {
-        int b = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0) != cudaSuccess || b < 1) b = 1;
-        return b;
-    }();
-    int sms = 0;
-    if (cudaError_t e = smCount(sms); e != cudaSuccess) return e;
+    constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
     const int64_t npacks = n / VEC;
     const int64_t want = (npacks + int64_t(kThreads) * kUnroll - 1) / (int64_t(kThreads) * kUnroll);
-    const int64_t grid = want < int64_t(sms) * perSm ? want : int64_t(sms) * perSm;
+    const int64_t grid = want < kMaxGrid ? want : kMaxGrid;
     const int64_t stride = grid * kThreads;
-    kernel<<<unsigned(grid), kThreads, 0, stream>>>(x, bias, y, npacks, hidden, stride * VEC % hidden,
-                                                    stride * VEC * kUnroll % hidden);
-    return launchStatus();
+    return launchKernel(biasActKernel<T, VEC, BIAS, A>, unsigned(grid), kThreads, stream, x, bias, y, npacks, hidden,
+                        stride * VEC % hidden, stride * VEC * kUnroll % hidden);
 }
 
 template <class T, int VEC, bool BIAS>

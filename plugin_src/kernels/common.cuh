@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cstdint>
+#include <utility>
 
 #include "types.h"
 
@@ -78,23 +79,16 @@ template <class T> struct IoSize {
     static constexpr int kVec = 16 / sizeof(T); // elements per 16-byte access
 };
 
-// Multiprocessor count of the current device (cached per device).
-inline cudaError_t smCount(int& n) {
-    static int cache[128] = {};
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e != cudaSuccess) return e;
-    if (dev >= 0 && dev < 128 && cache[dev] > 0) {
-        n = cache[dev];
-        return cudaSuccess;
-    }
-    e = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
-    if (e == cudaSuccess && dev >= 0 && dev < 128) cache[dev] = n;
-    return e;
+// Launch with the status of this launch alone (a bad configuration, an invalid stream): unlike
+// <<<>>> + cudaGetLastError, it neither reports nor clears asynchronous errors of earlier work.
+template <class... P, class... A>
+inline cudaError_t launchKernel(void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t stream, A&&... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.stream = stream;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
 }
-
-// Status of the launch just made (a bad configuration or an earlier asynchronous error).
-inline cudaError_t launchStatus() { return cudaGetLastError(); }
 
 template <class F> inline cudaError_t dispatchDType(DType dt, F&& f) {
     switch (dt) {

@@ -11,7 +11,7 @@ enum class Norm : int32_t { kLayer = 0, kRms = 1 };
 
 struct SkipNormArgs {
     const void* x = nullptr;     // rows x hidden, dtype dt
-    const void* skip = nullptr;  // nullptr or like x
+    const void* skip = nullptr;  // nullptr, like x, or skipRows x hidden broadcast over x's rows
     const float* bias = nullptr; // nullptr or hidden FP32 values (device)
     const float* gamma = nullptr; // hidden FP32 values (device), required
     const float* beta = nullptr; // nullptr or hidden FP32 values (device)
@@ -19,6 +19,7 @@ struct SkipNormArgs {
     void* sum = nullptr;         // nullptr or like x: receives s (rounded to dt)
     int64_t rows = 0;
     int64_t hidden = 0;
+    int64_t skipRows = 0;        // 0: skip has `rows` rows; else row r of x adds skip row r % skipRows
     float epsilon = 1e-5f;
     Norm norm = Norm::kLayer;
     int32_t variant = -1;        // skipNormVariant(dt, hidden) chosen when configured; -1: chosen at launch
@@ -27,6 +28,10 @@ struct SkipNormArgs {
 // Kernel variant for a dtype and hidden size: a pure function (no CUDA call, no allocation), so a
 // plugin chooses it when it is configured and enqueue only launches.
 int32_t skipNormVariant(DType dt, int64_t hidden);
+
+// Every variant that can run rows of `hidden` (for benchmarks and tests): writes up to `cap` of
+// them to `out`, returns how many there are.
+int skipNormCandidates(DType dt, int64_t hidden, int32_t* out, int cap);
 
 // rows == 0 launches nothing. Returns the launch status (never aborts).
 cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stream);

@@ -153,6 +153,66 @@ def test_skip_norm(torch, record, norm, variant, dtype):
             check(record, "skip_norm", f"{norm}:{variant}:sum", dtype, tag, s, rs)
 
 
+def run_norm(torch, gen, norm, dt, shape, skip_shape, variant=-1, offset=0):
+    """skip + bias + beta + sum through one launch; returns (y, s, ry, rs)."""
+    h = shape[-1]
+    x = randn(torch, gen, shape, dt, offset, scale=2.0, shift=3.0)
+    skip = randn(torch, gen, skip_shape, dt, offset)
+    gamma = randn(torch, gen, (h,), torch.float32, scale=0.5, shift=1.0)
+    beta, bias = (randn(torch, gen, (h,), torch.float32, scale=0.5) for _ in range(2))
+    y, s = alloc(torch, shape, dt, offset), alloc(torch, shape, dt, offset)
+    kernels.skip_norm(x, skip, gamma=gamma, beta=beta, bias=bias, norm=norm, epsilon=1e-5, output_sum=True,
+                      out=y, sum_out=s, variant=variant)
+    torch.cuda.synchronize()
+    ry, rs = reference.skip_norm(f64(x), np.broadcast_to(f64(skip), shape), gamma=f64(gamma), beta=f64(beta),
+                                 bias=f64(bias), norm=norm, epsilon=1e-5, output_sum=True)
+    return y, s, ry, rs
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm", ops.NORMS)
+def test_skip_norm_every_variant(torch, record, norm, dtype):
+    """Every kernel variant the library can pick (warp, block and long-row paths, vector and scalar),
+    forced one by one: the table that picks them may change, each must stay exact."""
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"variants{norm}{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    for rows, h in ((3, 7), (37, 768), (5, 1001), (3, 4096), (2, 5121), (2, 12289), (2, 16384)):
+        for v in kernels.skip_norm_candidates(dtype, h):
+            y, s, ry, rs = run_norm(torch, gen, norm, dt, (rows, h), (rows, h), variant=v)
+            check(record, "skip_norm", f"{norm}:variant {v}", dtype, (rows, h), y, ry)
+            check(record, "skip_norm", f"{norm}:variant {v}:sum", dtype, (rows, h), s, rs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("norm", ops.NORMS)
+def test_skip_norm_broadcast_skip(torch, record, norm, dtype):
+    """skip of [S, H] or [1, S, H] added to x of [B, S, H] (embeddings + position embeddings)."""
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"bcast{norm}{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    for shape, skip_shape, offset in (((4, 77, 768), (77, 768), 0), ((3, 5, 1001), (1, 5, 1001), 1),
+                                      ((2, 3, 20000), (3, 20000), 0), ((2, 50, 64), (1, 1, 64), 0)):
+        y, s, ry, rs = run_norm(torch, gen, norm, dt, shape, skip_shape, offset=offset)
+        check(record, "skip_norm", f"{norm}:broadcast skip", dtype, shape, y, ry)
+        check(record, "skip_norm", f"{norm}:broadcast skip:sum", dtype, shape, s, rs)
+
+
+@pytest.mark.gpu
+def test_gelu_relative_error_in_the_tail(torch, record):
+    """Where GELU's output is tiny (x < 0) its FP32 result must be right relative to itself, not only
+    to max(|ref|, 1): the previous erf approximation was 1% off at x = -8."""
+    x = torch.linspace(-13.0, 0.0, 65536, device="cuda", dtype=torch.float64).float()
+    y = kernels.bias_activation(x.view(1, -1), None, "gelu")
+    torch.cuda.synchronize()
+    ref = reference.bias_activation(f64(x).reshape(1, -1), None, "gelu")
+    got = f64(y)
+    nz = np.abs(ref) > 1e-37  # normal FP32 range
+    rel = float((np.abs(got - ref)[nz] / np.abs(ref[nz])).max())
+    record("bias_activation", "gelu tail relative", "float32", (1, 65536), rel, rel / 1e-5)
+    assert rel <= 1e-5, f"relative error {rel:.2e} in GELU's negative tail"
+
+
 # --- errors are values ----------------------------------------------------------------------
 
 
@@ -167,6 +227,11 @@ def test_bad_arguments_return_errors(torch):
     assert lib.trtp_bias_activation(5, x.data_ptr(), None, x.data_ptr(), 4, 8, 1, None) != 0  # bad dtype
     assert lib.trtp_bias_activation(0, x.data_ptr(), None, x.data_ptr(), 4, 8, 99, None) != 0  # bad act
     assert lib.trtp_skip_norm(0, x.data_ptr(), None, None, x.data_ptr(), None, x.data_ptr(), None, 4, 8,
-                              1e-5, 7, None) != 0  # bad norm
+                              1e-5, 7, 0, -1, None) != 0  # bad norm
+    assert lib.trtp_skip_norm(0, x.data_ptr(), None, None, x.data_ptr(), None, x.data_ptr(), None, 4, 8,
+                              1e-5, 0, -3, -1, None) != 0  # negative skip rows
+    for garbage in (-7, 15, 63, 127, 1000):  # an unknown variant falls back to the chosen one
+        kernels.raw_skip_norm("float32", x.data_ptr(), 0, 0, x.data_ptr(), 0, x.data_ptr(), 0, 4, 8, 1e-5,
+                              "layer", variant=garbage)
     kernels.raw_bias_activation("float32", 0, 0, 0, 0, 8, "relu")  # rows == 0: nothing to do
     torch.cuda.synchronize()
