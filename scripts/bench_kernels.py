@@ -263,7 +263,7 @@ def sweep(args):
         for dname in args.dtypes:
             dt, kname = DTYPES[dname], KNAME[dname]
             for rows, h in points(args, dt):
-                nbytes = make_op(op, 1, h, dt)[4]
+                nbytes = make_op(op, 2, h, dt)[4] - make_op(op, 1, h, dt)[4]  # per row, weights excluded
                 copy = copy_time(nbytes * rows)
                 times = {}
                 for v in kernels.skip_norm_candidates(kname, h):

@@ -18,7 +18,10 @@ namespace {
 using namespace detail;
 
 constexpr int kWarpRows = 4;    // rows per block on the warp path
-constexpr int kMaxThreads = 512;   // block-path threads per row: up to 128 registers each
+constexpr int kMaxThreads = 512;   // block-path threads per row
+#ifndef TRTP_NORM_MIN_BLOCKS
+#define TRTP_NORM_MIN_BLOCKS 1     // resident 512-thread blocks per SM the register budget must allow
+#endif
 constexpr int kLongThreads = 512;
 constexpr int kMaxElems = 32;   // FP32 values per thread held in registers
 constexpr int kNvs[] = {1, 2, 3, 4, 6, 8, 12, 16}; // packs per thread, by variant index
@@ -59,7 +62,7 @@ template <bool WARP> __device__ __forceinline__ float groupSum(float v, float* r
 }
 
 template <class T, int VEC, int NV, bool WARP, Norm NORM>
-__global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
+__global__ void __launch_bounds__(kMaxThreads, TRTP_NORM_MIN_BLOCKS) rowKernel(Row<T> a) {
     __shared__ float red[2][32];
     const int tpr = WARP ? 32 : blockDim.x, t = WARP ? threadIdx.x & 31 : threadIdx.x;
     const int perBlock = WARP ? blockDim.x >> 5 : 1;
@@ -69,6 +72,8 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
          row += int64_t(gridDim.x) * perBlock) {
         const int64_t base = row * a.hidden;
         const T* skip = a.skip ? a.skipRow(row) : nullptr;
+        // The row stays in registers in its I/O type (half the registers of FP32 for 16-bit types,
+        // so more rows in flight per SM); each pass widens one pack at a time.
         Pack<T, VEC> px[NV], ps[NV];
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
@@ -78,31 +83,31 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                 if (skip) ps[j] = load<T, VEC>(skip + c);
             }
         }
-        float s[NV][VEC];
+        auto sumOf = [&](int j, int c, float (&v)[VEC]) {
+            unpack(px[j], v);
+            if (skip) {
+                float k[VEC];
+                unpack(ps[j], k);
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) v[i] += k[i];
+            }
+            if (a.bias) {
+                float b[VEC];
+                loadWeights<VEC>(a.bias + c, b);
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) v[i] += b[i];
+            }
+        };
         float acc = 0.f;
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
             const int c = (j * tpr + t) * VEC;
             if (c < hidden) {
-                unpack(px[j], s[j]);
-                if (skip) {
-                    float k[VEC];
-                    unpack(ps[j], k);
+                float v[VEC];
+                sumOf(j, c, v);
+                if (a.sum) store<T, VEC>(a.sum + base + c, v);
 #pragma unroll
-                    for (int i = 0; i < VEC; ++i) s[j][i] += k[i];
-                }
-                if (a.bias) {
-                    float b[VEC];
-                    loadWeights<VEC>(a.bias + c, b);
-#pragma unroll
-                    for (int i = 0; i < VEC; ++i) s[j][i] += b[i];
-                }
-                if (a.sum) store<T, VEC>(a.sum + base + c, s[j]);
-#pragma unroll
-                for (int i = 0; i < VEC; ++i) acc += NORM == Norm::kLayer ? s[j][i] : s[j][i] * s[j][i];
-            } else {
-#pragma unroll
-                for (int i = 0; i < VEC; ++i) s[j][i] = 0.f;
+                for (int i = 0; i < VEC; ++i) acc = NORM == Norm::kLayer ? acc + v[i] : fmaf(v[i], v[i], acc);
             }
         }
         float mean = 0.f;
@@ -111,12 +116,12 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
             acc = 0.f;
 #pragma unroll
             for (int j = 0; j < NV; ++j) {
-                if ((j * tpr + t) * VEC < hidden) {
+                const int c = (j * tpr + t) * VEC;
+                if (c < hidden) {
+                    float v[VEC];
+                    sumOf(j, c, v);
 #pragma unroll
-                    for (int i = 0; i < VEC; ++i) {
-                        const float d = s[j][i] - mean;
-                        acc = fmaf(d, d, acc);
-                    }
+                    for (int i = 0; i < VEC; ++i) acc = fmaf(v[i] - mean, v[i] - mean, acc);
                 }
             }
         }
@@ -125,17 +130,18 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
         for (int j = 0; j < NV; ++j) {
             const int c = (j * tpr + t) * VEC;
             if (c < hidden) {
-                float g[VEC], o[VEC];
+                float v[VEC], g[VEC];
+                sumOf(j, c, v);
                 loadWeights<VEC>(a.gamma + c, g);
 #pragma unroll
-                for (int i = 0; i < VEC; ++i) o[i] = (s[j][i] - mean) * rstd * g[i];
+                for (int i = 0; i < VEC; ++i) v[i] = (v[i] - mean) * rstd * g[i];
                 if (a.beta) {
                     float b[VEC];
                     loadWeights<VEC>(a.beta + c, b);
 #pragma unroll
-                    for (int i = 0; i < VEC; ++i) o[i] += b[i];
+                    for (int i = 0; i < VEC; ++i) v[i] += b[i];
                 }
-                store<T, VEC>(a.y + base + c, o);
+                store<T, VEC>(a.y + base + c, v);
             }
         }
         if constexpr (!WARP) __syncthreads(); // red is rewritten by the next row (only when rows > grid)
