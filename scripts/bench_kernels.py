@@ -234,7 +234,7 @@ def bench(args):
                 rec["eager"] = graph_time(lambda: chain(*cargs), est * 3)
                 rec["liger"] = graph_time(liger, est) if liger else None
                 rec["compile"] = None
-                if args.compile:
+                if args.compile and (not args.compile_at or h in args.compile_at) and dname in args.compile_dtypes:
                     try:
                         tc = time.time()
                         cfn = compiled(chain, cargs)
@@ -398,6 +398,9 @@ def main():
     ap.add_argument("--odd", nargs="*", type=int, default=list(ODD))
     ap.add_argument("--no-small", dest="small", action="store_false")
     ap.add_argument("--no-compile", dest="compile", action="store_false")
+    ap.add_argument("--compile-at", nargs="*", type=int, default=[], metavar="HIDDEN",
+                    help="compile the peer only at these hidden sizes (default: every point)")
+    ap.add_argument("--compile-dtypes", nargs="*", default=list(DTYPES), choices=list(DTYPES))
     ap.add_argument("--sweep", action="store_true", help="time every norm kernel variant (ours only)")
     ap.add_argument("--report-only", type=Path, default=None, metavar="RESULTS_JSON",
                     help="rewrite RESULTS.md and bandwidth.png from a results.json, timing nothing")

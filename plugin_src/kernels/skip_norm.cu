@@ -2,7 +2,8 @@
 // and y is read or written once. The row stays in registers as this thread's 16-byte packs:
 //   warp rows:  one warp per row, several rows per block (short rows, no barrier);
 //   block rows: one block of packs / NV threads per row;
-//   long rows (past the register budget): one block per row, three passes over global memory.
+//   long rows (16-bit rows past 8192, rows without 16-byte packs, or past the register budget): one
+//   block per row, three passes over global memory, the re-reads served by L2.
 // No shared-memory staging and no persistent grid: small blocks with few registers keep many rows in
 // flight on every SM, which hides the reductions (ncu on the staged persistent design of v4/v5: DRAM
 // ~60%, occupancy 25-37%). LayerNorm takes the mean, then the centred sum of squares from registers
@@ -19,9 +20,6 @@ using namespace detail;
 
 constexpr int kWarpRows = 4;    // rows per block on the warp path
 constexpr int kMaxThreads = 512;   // block-path threads per row
-#ifndef TRTP_NORM_MIN_BLOCKS
-#define TRTP_NORM_MIN_BLOCKS 1     // resident 512-thread blocks per SM the register budget must allow
-#endif
 constexpr int kLongThreads = 512;
 constexpr int kMaxElems = 32;   // FP32 values per thread held in registers
 constexpr int kNvs[] = {1, 2, 3, 4, 6, 8, 12, 16}; // packs per thread, by variant index
@@ -62,7 +60,7 @@ template <bool WARP> __device__ __forceinline__ float groupSum(float v, float* r
 }
 
 template <class T, int VEC, int NV, bool WARP, Norm NORM>
-__global__ void __launch_bounds__(kMaxThreads, TRTP_NORM_MIN_BLOCKS) rowKernel(Row<T> a) {
+__global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
     __shared__ float red[2][32];
     const int tpr = WARP ? 32 : blockDim.x, t = WARP ? threadIdx.x & 31 : threadIdx.x;
     const int perBlock = WARP ? blockDim.x >> 5 : 1;
@@ -72,8 +70,6 @@ __global__ void __launch_bounds__(kMaxThreads, TRTP_NORM_MIN_BLOCKS) rowKernel(R
          row += int64_t(gridDim.x) * perBlock) {
         const int64_t base = row * a.hidden;
         const T* skip = a.skip ? a.skipRow(row) : nullptr;
-        // The row stays in registers in its I/O type (half the registers of FP32 for 16-bit types,
-        // so more rows in flight per SM); each pass widens one pack at a time.
         Pack<T, VEC> px[NV], ps[NV];
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
@@ -83,31 +79,31 @@ __global__ void __launch_bounds__(kMaxThreads, TRTP_NORM_MIN_BLOCKS) rowKernel(R
                 if (skip) ps[j] = load<T, VEC>(skip + c);
             }
         }
-        auto sumOf = [&](int j, int c, float (&v)[VEC]) {
-            unpack(px[j], v);
-            if (skip) {
-                float k[VEC];
-                unpack(ps[j], k);
-#pragma unroll
-                for (int i = 0; i < VEC; ++i) v[i] += k[i];
-            }
-            if (a.bias) {
-                float b[VEC];
-                loadWeights<VEC>(a.bias + c, b);
-#pragma unroll
-                for (int i = 0; i < VEC; ++i) v[i] += b[i];
-            }
-        };
+        float s[NV][VEC];
         float acc = 0.f;
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
             const int c = (j * tpr + t) * VEC;
             if (c < hidden) {
-                float v[VEC];
-                sumOf(j, c, v);
-                if (a.sum) store<T, VEC>(a.sum + base + c, v);
+                unpack(px[j], s[j]);
+                if (skip) {
+                    float k[VEC];
+                    unpack(ps[j], k);
 #pragma unroll
-                for (int i = 0; i < VEC; ++i) acc = NORM == Norm::kLayer ? acc + v[i] : fmaf(v[i], v[i], acc);
+                    for (int i = 0; i < VEC; ++i) s[j][i] += k[i];
+                }
+                if (a.bias) {
+                    float b[VEC];
+                    loadWeights<VEC>(a.bias + c, b);
+#pragma unroll
+                    for (int i = 0; i < VEC; ++i) s[j][i] += b[i];
+                }
+                if (a.sum) store<T, VEC>(a.sum + base + c, s[j]);
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) acc += NORM == Norm::kLayer ? s[j][i] : s[j][i] * s[j][i];
+            } else {
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) s[j][i] = 0.f;
             }
         }
         float mean = 0.f;
@@ -116,12 +112,12 @@ __global__ void __launch_bounds__(kMaxThreads, TRTP_NORM_MIN_BLOCKS) rowKernel(R
             acc = 0.f;
 #pragma unroll
             for (int j = 0; j < NV; ++j) {
-                const int c = (j * tpr + t) * VEC;
-                if (c < hidden) {
-                    float v[VEC];
-                    sumOf(j, c, v);
+                if ((j * tpr + t) * VEC < hidden) {
 #pragma unroll
-                    for (int i = 0; i < VEC; ++i) acc = fmaf(v[i] - mean, v[i] - mean, acc);
+                    for (int i = 0; i < VEC; ++i) {
+                        const float d = s[j][i] - mean;
+                        acc = fmaf(d, d, acc);
+                    }
                 }
             }
         }
@@ -130,18 +126,17 @@ __global__ void __launch_bounds__(kMaxThreads, TRTP_NORM_MIN_BLOCKS) rowKernel(R
         for (int j = 0; j < NV; ++j) {
             const int c = (j * tpr + t) * VEC;
             if (c < hidden) {
-                float v[VEC], g[VEC];
-                sumOf(j, c, v);
+                float g[VEC], o[VEC];
                 loadWeights<VEC>(a.gamma + c, g);
 #pragma unroll
-                for (int i = 0; i < VEC; ++i) v[i] = (v[i] - mean) * rstd * g[i];
+                for (int i = 0; i < VEC; ++i) o[i] = (s[j][i] - mean) * rstd * g[i];
                 if (a.beta) {
                     float b[VEC];
                     loadWeights<VEC>(a.beta + c, b);
 #pragma unroll
-                    for (int i = 0; i < VEC; ++i) v[i] += b[i];
+                    for (int i = 0; i < VEC; ++i) o[i] += b[i];
                 }
-                store<T, VEC>(a.y + base + c, v);
+                store<T, VEC>(a.y + base + c, o);
             }
         }
         if constexpr (!WARP) __syncthreads(); // red is rewritten by the next row (only when rows > grid)
@@ -169,6 +164,7 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
             }
         };
         float acc = 0.f, mean = 0.f;
+#pragma unroll 4
         for (int64_t c = int64_t(threadIdx.x) * VEC; c < a.hidden; c += int64_t(blockDim.x) * VEC) {
             float s[VEC];
             sumAt(c, s);
@@ -177,6 +173,7 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
         if constexpr (NORM == Norm::kLayer) {
             mean = groupSum<false>(acc, red[0]) * invH;
             acc = 0.f;
+#pragma unroll 4
             for (int64_t c = int64_t(threadIdx.x) * VEC; c < a.hidden; c += int64_t(blockDim.x) * VEC) {
                 float s[VEC];
                 sumAt(c, s);
@@ -184,6 +181,7 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
             }
         }
         const float rstd = rsqrtf(groupSum<false>(acc, red[1]) * invH + a.eps);
+#pragma unroll 2
         for (int64_t c = int64_t(threadIdx.x) * VEC; c < a.hidden; c += int64_t(blockDim.x) * VEC) {
             float s[VEC], g[VEC], o[VEC];
             sumAt(c, s);
@@ -214,7 +212,7 @@ inline int64_t blockThreads(int64_t packs, int nv) { return ceilDiv(ceilDiv(pack
 
 // Whether variant v can run rows of `hidden` elements of es bytes.
 bool feasible(int32_t v, int es, int64_t hidden) {
-    if (v < 0 || v >= 128) return false;
+    if (v < 0 || v >= 128 || (v & 32)) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
     if (isVec(v) && hidden % vw) return false;
     if (idx == kLong) return !isWarp(v);
@@ -223,18 +221,25 @@ bool feasible(int32_t v, int es, int64_t hidden) {
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
 }
 
-// The variant for (element size, hidden, vector width fits). Short rows: a warp per row with the
-// fewest packs per thread that cover it; longer rows: a block with the fewest packs per thread that
-// keeps it within 256 threads (else 1024); past that the long-row path.
-int32_t choose(int es, int64_t hidden, bool vec) {
+// The variant for (element size, hidden, 16-byte packs fit), from the H200 sweep of every variant
+// (bench_kernels.py --sweep; RESULTS.md, History): a warp per row up to 3 packs per lane; then a block
+// with 2 (FP16), 4 (BF16: its conversions cost more registers) or 3-8 (FP32) packs per thread; past
+// 8192 16-bit elements, and for rows that take no 16-byte packs, the long-row path (re-reads from L2)
+// beat every register path. A variant the rule lands on that cannot run gives way to the long-row path.
+int32_t choose(int es, int64_t hidden, bool vec, bool bf16) {
     const int vw = vec ? vecOf(es) : 1;
     const int64_t packs = hidden / vw;
-    for (int i = 0; i < kNumNv && kNvs[i] * vw <= kMaxElems && kNvs[i] * vw <= 16; ++i)
-        if (packs <= 32 * kNvs[i]) return encode(vec, true, i);
-    for (int64_t limit : {256, kMaxThreads})
-        for (int i = 0; i < kNumNv && kNvs[i] * vw <= kMaxElems; ++i)
-            if (blockThreads(packs, kNvs[i]) <= limit) return encode(vec, false, i);
-    return encode(vec, false, kLong);
+    auto idx = [](int nv) {
+        int i = 0;
+        while (i + 1 < kNumNv && kNvs[i] < nv) ++i;
+        return i;
+    };
+    int32_t v = encode(vec, false, kLong);
+    if (packs <= 32 * 3) v = encode(vec, true, idx(int(ceilDiv(packs, 32))));
+    else if (!vec || (es == 2 && hidden > 8192)) return v;
+    else if (es == 2) v = encode(true, false, idx(bf16 ? 4 : 2));
+    else v = encode(true, false, idx(hidden <= 3072 ? 3 : 8));
+    return feasible(v, es, hidden) ? v : encode(vec, false, kLong);
 }
 
 template <class T, int VEC, Norm NORM, bool WARP, int I>
@@ -277,7 +282,7 @@ int elemSize(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 int32_t skipNormVariant(DType dt, int64_t hidden) {
     if (hidden < 1) return -1;
     const int es = elemSize(dt);
-    return choose(es, hidden, hidden % vecOf(es) == 0);
+    return choose(es, hidden, hidden % vecOf(es) == 0, dt == DType::kBFloat16);
 }
 
 int skipNormCandidates(DType dt, int64_t hidden, int32_t* out, int cap) {
@@ -299,7 +304,7 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
                          (!args.bias || aligned16(args.bias)) && (!args.beta || aligned16(args.beta));
     int32_t v = args.variant;
     if (!feasible(v, es, args.hidden) || (isVec(v) && !aligned))
-        v = choose(es, args.hidden, aligned && args.hidden % vecOf(es) == 0);
+        v = choose(es, args.hidden, aligned && args.hidden % vecOf(es) == 0, dt == DType::kBFloat16);
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         const Row<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma,
