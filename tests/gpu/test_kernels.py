@@ -208,9 +208,12 @@ def test_gelu_relative_error_in_the_tail(torch, record):
     ref = reference.bias_activation(f64(x).reshape(1, -1), None, "gelu")
     got = f64(y)
     nz = np.abs(ref) > 1e-37  # normal FP32 range
+    # exp(-z^2) magnifies the FP32 rounding of z = x / sqrt 2 (6e-8 relative) to ~1.2e-7 * z^2 relative
+    bound = 2e-6 + 2.5e-7 * (f64(x).reshape(1, -1)[nz] ** 2 / 2)
+    ratio = float((np.abs(got - ref)[nz] / np.abs(ref[nz]) / bound).max())
     rel = float((np.abs(got - ref)[nz] / np.abs(ref[nz])).max())
-    record("bias_activation", "gelu tail relative", "float32", (1, 65536), rel, rel / 1e-5)
-    assert rel <= 1e-5, f"relative error {rel:.2e} in GELU's negative tail"
+    record("bias_activation", "gelu tail relative", "float32", (1, 65536), rel, ratio)
+    assert ratio <= 1.0, f"relative error {rel:.2e} in GELU's negative tail ({ratio:.2f} x bound)"
 
 
 # --- errors are values ----------------------------------------------------------------------
