@@ -38,6 +38,9 @@ _SIGNATURES = {
     "th_configure": (None, [_P, _I, _I, _c.POINTER(_I), _L]),
     "th_workspace": (_Z, [_P, _I, _I, _c.POINTER(_I), _L]),
     "th_enqueue": (_I, [_P, _I, _I, _c.POINTER(_I), _L, _c.POINTER(_P), _c.POINTER(_P), _P, _P]),
+    "th_gpu_problem": (_Z, [_c.c_char_p, _I, _I, _I, _c.c_char_p, _Z]),
+    "th_current_gpu_problem": (_Z, [_c.c_char_p, _Z]),
+    "th_built_architectures": (_c.c_char_p, []),
 }
 
 
@@ -86,6 +89,19 @@ class Harness:
         plugin = self.create(name, raw)
         assert plugin is not None, f"{name} creation failed for {sorted(attrs)}"
         return plugin
+
+    def gpu_problem(self, name: str | None = None, cc: tuple[int, int] = (0, 0), has_image: bool = True) -> str:
+        """Why this build refuses a GPU ('' if it does not): a described one, or the current device (name=None)."""
+        buf = ctypes.create_string_buffer(512)
+        if name is None:
+            self.lib.th_current_gpu_problem(buf, len(buf))
+        else:
+            self.lib.th_gpu_problem(name.encode(), cc[0], cc[1], int(has_image), buf, len(buf))
+        return buf.value.decode()
+
+    @property
+    def architectures(self) -> str:
+        return self.lib.th_built_architectures().decode()
 
     def deserialize(self, name: str, blob: bytes) -> "Plugin | None":
         ptr = self.lib.th_deserialize(name.encode(), blob, len(blob))

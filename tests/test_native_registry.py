@@ -310,3 +310,17 @@ def test_wrong_major_is_refused_by_the_library(registry, variant):
     assert r.returncode == 0, r.stderr
     assert "creators: []" in r.stdout
     assert f"built for TensorRT {other}" in r.stderr
+
+
+def test_get_creators_returns_its_whole_list(registry):
+    """getCreators (the loadLibrary entry point) reports exactly the creators it returns."""
+    import ctypes
+
+    lib = ctypes.CDLL(str(trtplugins.library_path()))
+    fn = lib.getCreators
+    fn.restype, fn.argtypes = ctypes.POINTER(ctypes.c_void_p), [ctypes.POINTER(ctypes.c_int32)]
+    n = ctypes.c_int32(-1)
+    ptrs = fn(ctypes.byref(n))
+    assert n.value >= len(ops.OPS) and all(ptrs[i] for i in range(n.value))
+    ours = [c for c in registry.all_creators if c.name in ops.OPS]
+    assert len(ours) == n.value

@@ -101,3 +101,44 @@ def test_harness_creation_matches_registry_fields(h):
     assert h.create("BiasActivation", [("activation", PF_CHAR, np.frombuffer(b"hard_swish\0", np.int8))]) is not None
     assert h.create("BiasActivation", [("activation", PF_FLOAT32, np.ones(1, np.float32))]) is None
     assert h.create("Nope", []) is None
+
+
+def test_enqueue_without_weights_returns_an_error(h, capfd):
+    """Enqueue never allocates or copies (it may be captured in a CUDA graph): without
+    initialize() it refuses with a reason, instead of uploading the weights itself."""
+    import ctypes
+
+    p = norm(h)
+    p.configure([FLOAT] * 2, [(-1, 16), (-1, 16)], 1)
+    host = (ctypes.c_float * 64)()
+    addr = ctypes.addressof(host)
+    assert p.enqueue([FLOAT] * 2, [(4, 16), (4, 16)], [addr], [addr]) != 0
+    err = capfd.readouterr().err
+    assert "SkipNorm::enqueue" in err and "not initialized" in err
+    assert p.clone().enqueue([FLOAT] * 2, [(4, 16), (4, 16)], [addr], [addr]) != 0  # a clone of it neither
+
+
+@pytest.mark.parametrize(
+    "gpu,cc,has_image,needle",
+    [
+        ("Tesla V100-SXM2-16GB", (7, 0), True, "compute capability >= 7.5"),
+        ("Tesla P4", (6, 1), True, "sm_61"),
+        ("Tesla T4", (7, 5), False, "no kernel image in this build"),
+        ("NVIDIA H200", (9, 0), True, ""),
+        ("Tesla T4", (7, 5), True, ""),
+        ("NVIDIA RTX PRO 6000 Blackwell", (12, 0), True, ""),
+    ],
+)
+def test_unsupported_gpu_is_named_with_what_it_lacks(h, gpu, cc, has_image, needle):
+    problem = h.gpu_problem(gpu, cc, has_image)
+    if not needle:
+        assert problem == ""
+    else:
+        assert needle in problem and gpu in problem and f"sm_{cc[0]}{cc[1]}" in problem
+
+
+def test_no_gpu_is_not_refused(h):
+    """Without a CUDA device (this CPU machine) nothing can be asked: build-time methods still work."""
+    assert h.gpu_problem() == ""
+    assert norm(h).supports(0, [FLOAT, FLOAT], 1)
+    assert "90" in h.architectures

@@ -68,8 +68,7 @@ std::string joinNames(const char* const* names, size_t n) {
 
 FieldNames::FieldNames(const std::vector<FieldSpec>& schema) {
     for (const auto& f : schema) mFields.emplace_back(f.name, nullptr, declaredType(f.kind), f.kind == FieldKind::kString || f.kind == FieldKind::kWeights ? 0 : 1);
-    mCollection.nbFields = static_cast<int32_t>(mFields.size());
-    mCollection.fields = mFields.data();
+    point();
 }
 
 FieldParser::FieldParser(const nvinfer1::PluginFieldCollection* fc, const std::vector<FieldSpec>& schema) {

@@ -20,9 +20,20 @@ struct FieldSpec {
 class FieldNames {
 public:
     explicit FieldNames(const std::vector<FieldSpec>& schema);
+    // A copy points into its own fields, never into the source's.
+    FieldNames(const FieldNames& o) : mFields(o.mFields) { point(); }
+    FieldNames& operator=(const FieldNames& o) {
+        mFields = o.mFields;
+        point();
+        return *this;
+    }
     const nvinfer1::PluginFieldCollection* collection() const noexcept { return &mCollection; }
 
 private:
+    void point() noexcept {
+        mCollection.nbFields = static_cast<int32_t>(mFields.size());
+        mCollection.fields = mFields.data();
+    }
     std::vector<nvinfer1::PluginField> mFields;
     nvinfer1::PluginFieldCollection mCollection{};
 };

@@ -6,6 +6,7 @@
 #pragma once
 #include <NvInferRuntime.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "device_weights.h"
 #include "errors.h"
 #include "fields.h"
+#include "gpu_support.h"
 #include "serialize.h"
 
 namespace trtp {
@@ -32,9 +34,10 @@ std::string dimsString(const nvinfer1::Dims& d);
 //   static std::vector<FieldSpec> schema();
 //   static Derived fromFields(const FieldParser&);  static Derived read(Reader&);
 //   void write(Writer&) const;  int32_t getNbOutputs() const noexcept override;
-//   std::vector<const std::vector<float>*> weights() const;
+//   HostWeights weights() const;
+//   void onConfigured(DType, int64_t hidden);  // optional: per-shape choices (hidden known, not -1)
 //   void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;  // throws; -1 dims are skipped
-//   cudaError_t launch(DType, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs,
+//   cudaError_t launch(DType, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights&,
 //                      const void* const* inputs, void* const* outputs, cudaStream_t) const;
 template <class Derived>
 class PluginBase : public nvinfer1::IPluginV2DynamicExt {
@@ -47,13 +50,16 @@ public:
     const char* getPluginNamespace() const noexcept override { return mNamespace.c_str(); }
     void destroy() noexcept override { delete this; }
 
+    // Thread-safe; uploads the weights in the current CUDA context (once).
     int32_t initialize() noexcept override {
         return guarded(Derived::kName, "initialize", -1, [&] {
-            if (!mDevice) mDevice = DeviceWeights::upload(self().weights());
+            const std::string problem = currentGpuProblem();
+            if (!problem.empty()) fail("%s", problem.c_str());
+            mWeights.ensure(self().weights());
             return 0;
         });
     }
-    void terminate() noexcept override { mDevice.reset(); }
+    void terminate() noexcept override { mWeights.reset(); }
 
     size_t getSerializationSize() const noexcept override {
         return guarded(Derived::kName, "getSerializationSize", size_t{0}, [&] { return blob().size(); });
@@ -65,10 +71,15 @@ public:
         });
     }
 
-    // Clones share the device weights of an initialized source.
+    // TensorRT does not initialize clones: a clone of an initialized plugin
+    // uploads its own weights in the current context (never shared).
     nvinfer1::IPluginV2DynamicExt* clone() const noexcept override {
         return guarded(Derived::kName, "clone", static_cast<nvinfer1::IPluginV2DynamicExt*>(nullptr),
-                       [&]() -> nvinfer1::IPluginV2DynamicExt* { return new Derived(self()); });
+                       [&]() -> nvinfer1::IPluginV2DynamicExt* {
+                           std::unique_ptr<Derived> c(new Derived(self()));
+                           if (mWeights.ready()) c->mWeights.ensure(c->weights());
+                           return c.release();
+                       });
     }
 
     nvinfer1::DataType getOutputDataType(int32_t index, const nvinfer1::DataType* inputTypes,
@@ -97,6 +108,7 @@ public:
     // shapes that pass checkDims. Too permissive a check gives wrong FP16 results.
     bool supportsFormatCombination(int32_t pos, const nvinfer1::PluginTensorDesc* inOut, int32_t nbInputs,
                                    int32_t nbOutputs) noexcept override {
+        if (!gpuSupported()) return false;
         if (!inOut || nbInputs < Derived::kMinInputs || nbInputs > Derived::kMaxInputs || nbOutputs != self().getNbOutputs() || pos < 0 || pos >= nbInputs + nbOutputs)
             return false;
         const auto& d = inOut[pos];
@@ -113,6 +125,10 @@ public:
             std::vector<nvinfer1::Dims> dims;
             for (int32_t i = 0; i < nbInputs; ++i) dims.push_back(in[i].desc.dims);
             self().checkDims(dims.data(), nbInputs);
+            DType dt;
+            const auto& x = in[0].desc.dims;
+            if (toKernelType(in[0].desc.type, dt) && x.nbDims >= 1 && x.d[x.nbDims - 1] >= 0)
+                mutableSelf().onConfigured(dt, x.d[x.nbDims - 1]);
         });
     }
 
@@ -138,8 +154,8 @@ public:
             int64_t rows, hidden;
             rowsAndHidden(inputDesc[0].dims, rows, hidden);
             if (rows == 0 || hidden == 0) return 0;
-            if (!mDevice && initialize() != 0) fail("weights could not be uploaded");
-            cudaError_t err = self().launch(dt, inputDesc, nbInputs, inputs, outputs, stream);
+            const auto weights = mWeights.forLaunch(); // never uploads: enqueue may be captured in a CUDA graph
+            cudaError_t err = self().launch(dt, inputDesc, nbInputs, *weights, inputs, outputs, stream);
             if (err != cudaSuccess) fail("kernel launch failed: %s", cudaGetErrorString(err));
             return 0;
         });
@@ -152,7 +168,7 @@ public:
 protected:
     PluginBase() = default;
     PluginBase(const PluginBase&) = default;
-    const float* deviceWeight(size_t i) const noexcept { return mDevice ? mDevice->at(i) : nullptr; }
+    void onConfigured(DType, int64_t) {}
 
     void checkCounts(int32_t nbInputs, int32_t nbOutputs) {
         if (nbInputs < Derived::kMinInputs || nbInputs > Derived::kMaxInputs)
@@ -163,6 +179,14 @@ protected:
 
 private:
     const Derived& self() const noexcept { return static_cast<const Derived&>(*this); }
+    Derived& mutableSelf() noexcept { return static_cast<Derived&>(*this); }
+    bool gpuSupported() const noexcept {
+        const std::string problem = currentGpuProblem();
+        if (problem.empty()) return true;
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true)) log(nvinfer1::ILogger::Severity::kERROR, "%s::supportsFormatCombination: %s", Derived::kName, problem.c_str());
+        return false;
+    }
     Writer blob() const {
         Writer w(Derived::kName);
         w.pod(mConfiguredInputs);
@@ -170,7 +194,7 @@ private:
         return w;
     }
 
-    std::shared_ptr<DeviceWeights> mDevice;
+    WeightsSlot mWeights;
     std::string mNamespace;
     int32_t mConfiguredInputs = Derived::kMaxInputs;
 };

@@ -39,11 +39,11 @@ void BiasActivationPlugin::checkDims(const nvinfer1::Dims* in, int32_t) const {
         fail("last dim of input %s is %lld, bias has %zu values", dimsString(in[0]).c_str(), static_cast<long long>(hidden), mBias.size());
 }
 
-cudaError_t BiasActivationPlugin::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t, const void* const* inputs,
-                                         void* const* outputs, cudaStream_t stream) const {
+cudaError_t BiasActivationPlugin::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t, const DeviceWeights& w,
+                                         const void* const* inputs, void* const* outputs, cudaStream_t stream) const {
     int64_t rows, hidden;
     rowsAndHidden(in[0].dims, rows, hidden);
-    return launchBiasActivation(dt, inputs[0], deviceWeight(0), outputs[0], rows, hidden, mAct, stream);
+    return launchBiasActivation(dt, inputs[0], w.at(0), outputs[0], rows, hidden, mAct, stream);
 }
 
 } // namespace trtp

@@ -19,10 +19,10 @@ public:
     void write(Writer& w) const;
 
     int32_t getNbOutputs() const noexcept override { return 1; }
-    std::vector<const std::vector<float>*> weights() const { return {&mBias}; }
+    HostWeights weights() const { return {&mBias}; }
     void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
-    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const void* const* inputs,
-                       void* const* outputs, cudaStream_t stream) const;
+    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                       const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:
     Activation mAct;

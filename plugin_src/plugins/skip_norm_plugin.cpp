@@ -69,19 +69,26 @@ void SkipNormPlugin::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const
     if (!same) fail("skip dims %s differ from input dims %s", dimsString(s).c_str(), dimsString(x).c_str());
 }
 
-cudaError_t SkipNormPlugin::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const void* const* inputs,
-                                   void* const* outputs, cudaStream_t stream) const {
+void SkipNormPlugin::onConfigured(DType dt, int64_t hidden) {
+    mVariant = skipNormVariant(dt, hidden);
+    mVariantType = dt;
+    mVariantHidden = hidden;
+}
+
+cudaError_t SkipNormPlugin::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                                   const void* const* inputs, void* const* outputs, cudaStream_t stream) const {
     SkipNormArgs a;
     a.x = inputs[0];
     a.skip = nbInputs > 1 ? inputs[1] : nullptr;
-    a.gamma = deviceWeight(0);
-    a.beta = deviceWeight(1);
-    a.bias = deviceWeight(2);
+    a.gamma = w.at(0);
+    a.beta = w.at(1);
+    a.bias = w.at(2);
     a.y = outputs[0];
     a.sum = mP.outputSum ? outputs[1] : nullptr;
     rowsAndHidden(in[0].dims, a.rows, a.hidden);
     a.epsilon = mP.epsilon;
     a.norm = mP.norm;
+    if (dt == mVariantType && a.hidden == mVariantHidden) a.variant = mVariant;
     return launchSkipNorm(dt, a, stream);
 }
 

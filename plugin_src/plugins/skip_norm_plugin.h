@@ -25,13 +25,18 @@ public:
     void write(Writer& w) const;
 
     int32_t getNbOutputs() const noexcept override { return mP.outputSum ? 2 : 1; }
-    std::vector<const std::vector<float>*> weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
+    HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
     void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
-    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const void* const* inputs,
-                       void* const* outputs, cudaStream_t stream) const;
+    void onConfigured(DType dt, int64_t hidden);
+    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                       const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:
     Params mP;
+    // The kernel variant chosen when configured, for that dtype and hidden size.
+    int32_t mVariant = -1;
+    DType mVariantType = DType::kFloat32;
+    int64_t mVariantHidden = -1;
 };
 
 } // namespace trtp

@@ -3,18 +3,43 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "../plugins/bias_activation_plugin.h"
 #include "../plugins/skip_norm_plugin.h"
 
 namespace trtp {
 
-nvinfer1::IPluginCreator* const* creators(int32_t& count) noexcept {
+nvinfer1::IPluginCreatorInterface* const* creators(int32_t& count) noexcept {
     static Creator<BiasActivationPlugin> biasActivation;
     static Creator<SkipNormPlugin> skipNorm;
-    static nvinfer1::IPluginCreator* const list[] = {&biasActivation, &skipNorm};
+    static nvinfer1::IPluginCreatorInterface* const list[] = {&biasActivation, &skipNorm};
     count = static_cast<int32_t>(sizeof(list) / sizeof(list[0]));
     return list;
+}
+
+namespace {
+nvinfer1::IPluginCreator* asV1(nvinfer1::IPluginCreatorInterface* c) noexcept {
+    return c && std::strcmp(c->getInterfaceInfo().kind, "PLUGIN CREATOR_V1") == 0 ? static_cast<nvinfer1::IPluginCreator*>(c) : nullptr;
+}
+} // namespace
+
+nvinfer1::IPluginCreator* findV2Creator(const char* name) noexcept {
+    int32_t n = 0;
+    auto* const* all = creators(n);
+    for (int32_t i = 0; i < n; ++i)
+        if (auto* v1 = asV1(all[i]); v1 && name && std::strcmp(v1->getPluginName(), name) == 0) return v1;
+    return nullptr;
+}
+
+const char* creatorName(nvinfer1::IPluginCreatorInterface* c) noexcept {
+    if (auto* v1 = asV1(c)) return v1->getPluginName();
+    return "?";
+}
+
+const char* creatorVersion(nvinfer1::IPluginCreatorInterface* c) noexcept {
+    if (auto* v1 = asV1(c)) return v1->getPluginVersion();
+    return "?";
 }
 
 void* loadedRuntime(const char** name, int32_t* major) noexcept {

@@ -4,11 +4,14 @@
 // Dims travel as int64 blocks of 9: nbDims, d[0..7].
 #include <NvInferRuntime.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <deque>
 #include <vector>
 
 #include "../common/errors.h"
+#include "../common/gpu_support.h"
 #include "../registry/creators.h"
 
 using namespace nvinfer1;
@@ -78,13 +81,7 @@ PluginTensorDesc toDesc(const int64_t* block, int32_t type) {
 
 IPluginV2DynamicExt* dyn(void* p) { return static_cast<IPluginV2DynamicExt*>(p); }
 
-IPluginCreator* findCreator(const char* name) {
-    int32_t n = 0;
-    auto* const* all = trtp::creators(n);
-    for (int32_t i = 0; i < n; ++i)
-        if (!std::strcmp(all[i]->getPluginName(), name)) return all[i];
-    return nullptr;
-}
+IPluginCreator* findCreator(const char* name) { return trtp::findV2Creator(name); }
 
 } // namespace
 
@@ -170,3 +167,18 @@ TH_EXPORT int th_enqueue(void* p, int nbIn, int nbOut, const int* types, const i
     for (int i = 0; i < nbIn + nbOut; ++i) d[i] = toDesc(dims + i * kDimsBlock, types[i]);
     return dyn(p)->enqueue(d.data(), d.data() + nbIn, inputs, outputs, workspace, static_cast<cudaStream_t>(stream));
 }
+
+// The GPU-support verdict for a described GPU (pure), and for the current device.
+TH_EXPORT size_t th_gpu_problem(const char* name, int major, int minor, int hasImage, char* buf, size_t cap) {
+    const std::string s = trtp::gpuProblem(name, major, minor, hasImage != 0);
+    if (buf && cap) std::snprintf(buf, cap, "%s", s.c_str());
+    return s.size();
+}
+
+TH_EXPORT size_t th_current_gpu_problem(char* buf, size_t cap) {
+    const std::string s = trtp::currentGpuProblem();
+    if (buf && cap) std::snprintf(buf, cap, "%s", s.c_str());
+    return s.size();
+}
+
+TH_EXPORT const char* th_built_architectures() { return trtp::builtArchitectures(); }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -23,6 +24,18 @@ def torch():
     if not torch.cuda.is_available():
         pytest.skip("GPU tests need CUDA: torch.cuda.is_available() is False")
     return torch
+
+
+@pytest.fixture(scope="module", params=[10, 11], ids=lambda m: f"trt{m}")
+def h(request, torch):
+    """The C ABI harness (tests/plugin_harness.py) built against each major's headers."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plugin_harness import Harness, find_harness
+
+    path = find_harness(request.param)
+    if path is None:
+        pytest.skip(f"harness for TensorRT {request.param} not built (needs TensorRT {request.param} headers)")
+    return Harness(path)
 
 
 @pytest.fixture(scope="session")
