@@ -2,6 +2,7 @@
 // library, run by tests/test_host_checks.py (and, built with
 // -DTRTPLUGINS_TSAN=ON, under ThreadSanitizer):
 //   host_checks fieldnames   a copied FieldNames points into its own fields
+//   host_checks schema       prints the ops' schema JSON (trtplugins/schema.json is this output)
 //   host_checks threads      concurrent clone / configure / initialize / serialize /
 //                            deserialize / create / enqueue (no GPU: enqueue refuses) / destroy,
 //                            on clones of one plugin and on the shared source
@@ -130,6 +131,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "fieldnames")) rc |= fieldNames();
         else if (!std::strcmp(argv[i], "threads")) rc |= threads();
+        else if (!std::strcmp(argv[i], "schema")) std::printf("%s", trtp::schemaJson().c_str());
         else rc |= failed(argv[i]);
     }
     return rc;

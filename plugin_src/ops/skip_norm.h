@@ -1,30 +1,30 @@
 // SkipNorm: s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta); optional output s.
+// The op declaration (see adapters/op.h for what an op provides).
 #pragma once
-#include "../common/plugin_base.h"
+#include "../adapters/op.h"
 #include "../kernels/skip_norm.h"
 
 namespace trtp {
 
-class SkipNormPlugin : public PluginBase<SkipNormPlugin> {
+class SkipNormOp {
 public:
     static constexpr const char* kName = "SkipNorm";
-    static constexpr int32_t kMinInputs = 1;
-    static constexpr int32_t kMaxInputs = 2;
+    static constexpr float kEpsilon = 1e-5f; // default
+    static const OpSchema& schema();
 
     struct Params {
         Norm norm = Norm::kLayer;
-        float epsilon = 1e-5f;
+        float epsilon = kEpsilon;
         std::vector<float> gamma, beta, bias;
         bool outputSum = false;
     };
-    explicit SkipNormPlugin(Params p);
-
-    static std::vector<FieldSpec> schema();
-    static SkipNormPlugin fromFields(const FieldParser& p);
-    static SkipNormPlugin read(Reader& r);
+    explicit SkipNormOp(Params p);
+    static SkipNormOp fromFields(const FieldParser& p);
+    void toFields(FieldWriter& w) const;
+    static SkipNormOp read(Reader& r);
     void write(Writer& w) const;
 
-    int32_t getNbOutputs() const noexcept override { return mP.outputSum ? 2 : 1; }
+    int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
     HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
     void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
     void onConfigured(DType dt, int64_t hidden);
