@@ -39,29 +39,27 @@ nvinfer1::IPluginCreatorInterface* const* creators(int32_t& count) noexcept { re
 std::string schemaJson() { return schemaJson(AllOps::schemas(), kV2Version, kV3Version); }
 
 namespace {
-nvinfer1::IPluginCreator* asV1(nvinfer1::IPluginCreatorInterface* c) noexcept {
-    return c && std::strcmp(c->getInterfaceInfo().kind, "PLUGIN CREATOR_V1") == 0 ? static_cast<nvinfer1::IPluginCreator*>(c) : nullptr;
+template <class C>
+C* as(nvinfer1::IPluginCreatorInterface* c, const char* kind) noexcept {
+    return c && std::strcmp(c->getInterfaceInfo().kind, kind) == 0 ? static_cast<C*>(c) : nullptr;
 }
+nvinfer1::IPluginCreator* asV1(nvinfer1::IPluginCreatorInterface* c) noexcept { return as<nvinfer1::IPluginCreator>(c, "PLUGIN CREATOR_V1"); }
 nvinfer1::IPluginCreatorV3One* asV3(nvinfer1::IPluginCreatorInterface* c) noexcept {
-    return c && std::strcmp(c->getInterfaceInfo().kind, "PLUGIN CREATOR_V3ONE") == 0 ? static_cast<nvinfer1::IPluginCreatorV3One*>(c) : nullptr;
+    return as<nvinfer1::IPluginCreatorV3One>(c, "PLUGIN CREATOR_V3ONE");
+}
+
+template <class C>
+C* find(const char* name, C* (*cast)(nvinfer1::IPluginCreatorInterface*) noexcept) noexcept {
+    int32_t n = 0;
+    auto* const* all = creators(n);
+    for (int32_t i = 0; i < n; ++i)
+        if (C* c = cast(all[i]); c && name && std::strcmp(c->getPluginName(), name) == 0) return c;
+    return nullptr;
 }
 } // namespace
 
-nvinfer1::IPluginCreator* findV2Creator(const char* name) noexcept {
-    int32_t n = 0;
-    auto* const* all = creators(n);
-    for (int32_t i = 0; i < n; ++i)
-        if (auto* v1 = asV1(all[i]); v1 && name && std::strcmp(v1->getPluginName(), name) == 0) return v1;
-    return nullptr;
-}
-
-nvinfer1::IPluginCreatorV3One* findV3Creator(const char* name) noexcept {
-    int32_t n = 0;
-    auto* const* all = creators(n);
-    for (int32_t i = 0; i < n; ++i)
-        if (auto* v3 = asV3(all[i]); v3 && name && std::strcmp(v3->getPluginName(), name) == 0) return v3;
-    return nullptr;
-}
+nvinfer1::IPluginCreator* findV2Creator(const char* name) noexcept { return find(name, asV1); }
+nvinfer1::IPluginCreatorV3One* findV3Creator(const char* name) noexcept { return find(name, asV3); }
 
 const char* creatorName(nvinfer1::IPluginCreatorInterface* c) noexcept {
     if (auto* v1 = asV1(c)) return v1->getPluginName();

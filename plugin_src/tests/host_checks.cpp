@@ -19,6 +19,8 @@
 #include "../common/fields.h"
 #include "../registry/creators.h"
 
+#include <cuda_runtime_api.h>
+
 using namespace nvinfer1;
 
 namespace {
@@ -31,6 +33,12 @@ class CountingLogger : public ILogger {
         if (s <= Severity::kERROR) gErrors.fetch_add(1);
     }
 } gLogger;
+
+int currentDeviceCount() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+    return n;
+}
 
 int failed(const char* what) {
     std::printf("FAILED %s\n", what);
@@ -82,6 +90,9 @@ int threads() {
     PluginFieldCollection fc{static_cast<int32_t>(f.size()), f.data()};
     auto* source = static_cast<IPluginV2DynamicExt*>(creator->createPlugin("SkipNorm", &fc));
     if (!source) return failed("createPlugin");
+    IPluginCreatorV3One* creator3 = trtp::findV3Creator("SkipNorm");
+    IPluginV3* source3 = creator3 ? creator3->createPlugin("SkipNorm", &fc, TensorRTPhase::kBUILD) : nullptr;
+    if (!source3) return failed("V3 createPlugin");
     std::atomic<int> ops{0}, bad{0};
     auto work = [&](int t) {
         for (int it = 0; it < 150; ++it) {
@@ -111,6 +122,24 @@ int threads() {
             creator->getFieldNames();
             c->destroy();
             ops += 8;
+
+            // The same through IPluginV3: clone / attachToContext of a shared source, configure,
+            // serialize to fields and re-create for the runtime phase, enqueue without weights.
+            auto* rt = static_cast<IPluginV3OneRuntime*>(source3->getCapabilityInterface(PluginCapabilityType::kRUNTIME));
+            IPluginV3* c3 = (it % 2) ? source3->clone() : rt->attachToContext(nullptr);
+            if (!c3) { bad++; continue; }
+            auto* b3 = static_cast<IPluginV3OneBuild*>(c3->getCapabilityInterface(PluginCapabilityType::kBUILD));
+            auto* r3 = static_cast<IPluginV3OneRuntime*>(c3->getCapabilityInterface(PluginCapabilityType::kRUNTIME));
+            if (b3->configurePlugin(d, nbIn, d + nbIn, 2) != 0) bad++;
+            for (int pos = 0; pos < nbIn + 2; ++pos) b3->supportsFormatCombination(pos, d, nbIn, 2);
+            IPluginV3* back3 = creator3->createPlugin("SkipNorm", r3->getFieldsToSerialize(), TensorRTPhase::kRUNTIME);
+            if (!back3) bad++;
+            delete back3;
+            // no GPU: configure uploaded nothing, so enqueue must refuse (with a GPU it has weights: not launched on host pointers)
+            if (currentDeviceCount() == 0 && r3->enqueue(io, io + nbIn, ins, outs, nullptr, nullptr) == 0) bad++;
+            creator3->getFieldNames();
+            delete c3;
+            ops += 6;
         }
     };
     std::vector<std::thread> pool;
@@ -118,6 +147,7 @@ int threads() {
     for (auto& th : pool) th.join();
     source->terminate();
     source->destroy();
+    delete source3;
     if (bad) return failed("a concurrent call failed that must not");
     std::printf("ok threads %d\n", ops.load());
     return 0;

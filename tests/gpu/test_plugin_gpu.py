@@ -47,8 +47,9 @@ def run_plugin(torch, p, dtype, inputs, n_out):
     outs = [torch.full_like(inputs[0], float("nan")) for _ in range(n_out)]  # poisoned
     types = [TRT_TYPE[dtype]] * (len(inputs) + n_out)
     shapes = [shape] * (len(inputs) + n_out)
-    p.configure(types, [(-1,) + shape[1:]] * len(shapes), len(inputs))
-    assert p.initialize() == 0
+    assert p.configure(types, [(-1,) + shape[1:]] * len(shapes), len(inputs)) == 0  # V3: uploads the weights
+    assert p.initialize() == 0  # V2: uploads the weights (V3 has no initialize)
+    assert p.shape_change(types, shapes, len(inputs)) == 0  # V3 onShapeChange (V2: configure with real dims)
     stream = torch.cuda.current_stream().cuda_stream
     rc = p.enqueue(types, shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream)
     torch.cuda.synchronize()
@@ -68,7 +69,7 @@ def test_bias_activation_plugin(h, torch, record, dtype, activation, shape):
     bare = kernels.bias_activation(x, torch.from_numpy(bias).cuda(), activation)
     assert torch.equal(y, bare), "plugin enqueue and bare kernel differ"
     err = check_close(as_np(y), reference.bias_activation(as_np(x), bias, activation), dtype)
-    record("plugin:BiasActivation", f"trt{h.major}:{activation}", dtype, shape, err, err / TOL[dtype])
+    record("plugin:BiasActivation", f"trt{h.major}-v{h.api}:{activation}", dtype, shape, err, err / TOL[dtype])
 
 
 NORM_CASES = list(itertools.product(["layer", "rms"], [False, True], [False, True]))
@@ -95,7 +96,7 @@ def test_skip_norm_plugin(h, torch, record, dtype, norm, with_skip, output_sum, 
                               norm=norm, epsilon=1e-5, output_sum=output_sum)
     ref = ref if isinstance(ref, tuple) else (ref,)
     err = max(check_close(as_np(o), r, dtype) for o, r in zip(outs, ref))
-    record("plugin:SkipNorm", f"trt{h.major}:{norm}{'+skip' if with_skip else ''}{'+sum' if output_sum else ''}",
+    record("plugin:SkipNorm", f"trt{h.major}-v{h.api}:{norm}{'+skip' if with_skip else ''}{'+sum' if output_sum else ''}",
            dtype, shape, err, err / TOL[dtype])
 
 
@@ -105,8 +106,9 @@ def test_deserialized_and_cloned_plugins_compute_the_same(h, torch):
     x, s = tensor(torch, (9, 1024), "float16", 7), tensor(torch, (9, 1024), "float16", 8)
     (want,) = run_plugin(torch, p, "float16", [x, s], 1)
     clone = p.clone()  # initialized, with its own device weights
-    again = h.deserialize("SkipNorm", p.serialize())
-    for q in (clone, again):
+    attached = p.attach()  # V3 attachToContext (V2: clone): the per-context plugin
+    again = h.deserialize("SkipNorm", p.serialize())  # V3: createPlugin(kRUNTIME) from getFieldsToSerialize
+    for q in (clone, attached, again):
         (got,) = run_plugin(torch, q, "float16", [x, s], 1)
         assert torch.equal(got, want)
     del p  # the clone owns its weights
