@@ -51,6 +51,13 @@ private:
 
 } // namespace
 
+// A thread that has made no CUDA call yet has no current context; its first
+// launch binds the device's primary context: compare devices then.
+bool DeviceWeights::current() const noexcept {
+    void* ctx = currentContext();
+    return ctx && mContext ? ctx == mContext : mDevice == currentDevice();
+}
+
 void* currentContext() noexcept {
     CUcontext ctx = nullptr;
     if (auto fn = driver().getCurrent) fn(&ctx);
@@ -101,7 +108,7 @@ DeviceWeights::~DeviceWeights() {
 void WeightsSlot::ensure(const HostWeights& arrays) {
     std::lock_guard<std::mutex> lock(mMutex);
     if (mWeights) {
-        if (mWeights->context() == currentContext()) return;
+        if (mWeights->current()) return;
         fail("weights live on device %d (another CUDA context): clone the plugin for this device", mWeights->device());
     }
     mWeights = DeviceWeights::upload(arrays);
@@ -127,7 +134,7 @@ std::shared_ptr<const DeviceWeights> WeightsSlot::forLaunch() const {
         w = mWeights;
     }
     if (!w) fail("weights are not on the device: the plugin was not initialized (initialize/configurePlugin/onShapeChange must run before enqueue)");
-    if (w->context() != currentContext())
+    if (!w->current())
         fail("weights live on device %d in another CUDA context than the current one (device %d): the plugin was not initialized here",
              w->device(), currentDevice());
     return w;

@@ -26,6 +26,8 @@ public:
     const float* at(size_t i) const noexcept { return i < mPtrs.size() ? mPtrs[i] : nullptr; }
     int device() const noexcept { return mDevice; }
     void* context() const noexcept { return mContext; }
+    // Were they uploaded in the current CUDA context?
+    bool current() const noexcept;
 
 private:
     DeviceWeights() = default;

@@ -223,6 +223,7 @@ def two_contexts_on_one_gpu(h, torch, cu, hidden, rows, size):
         ctx = _ok(cu.cuCtxCreate(None, 0, dev))  # cuda-python 13: (params, flags, device)
     except TypeError:
         ctx = _ok(cu.cuCtxCreate(0, dev))  # cuda-python 12: (flags, device)
+    _ok(cu.cuCtxPopCurrent())  # cuCtxCreate made it current: back to torch's context
     try:
         _ok(cu.cuCtxPushCurrent(ctx))
         free = _ok(cu.cuMemGetInfo())[0]
