@@ -1,5 +1,8 @@
 """ctypes driver for libtrtplugins_trt<N>_harness.so: plugin methods called the
-way TensorRT calls them, with real descriptors, without a TensorRT library.
+way TensorRT calls them, with real descriptors, without a TensorRT library,
+for either interface: api=2 (IPluginV2DynamicExt, plugin version 1) or api=3
+(IPluginV3, version 2: serialize() = its getFieldsToSerialize, deserialize() =
+createPlugin(kRUNTIME) from them, attach() = attachToContext).
 CPU-only methods (creation, serialization, output dims/types, formats,
 configure, workspace) run anywhere; initialize/enqueue need a GPU."""
 
@@ -24,8 +27,13 @@ _c = ctypes
 _P, _I, _L, _Z = _c.c_void_p, _c.c_int, _c.POINTER(_c.c_int64), _c.c_size_t
 _SIGNATURES = {
     "th_trt_major": (_I, []),
-    "th_create": (_P, [_c.c_char_p, _I, _c.POINTER(_c.c_char_p), _c.POINTER(_I), _c.POINTER(_P), _c.POINTER(_I)]),
-    "th_deserialize": (_P, [_c.c_char_p, _c.c_char_p, _Z]),
+    "th_create": (_P, [_c.c_char_p, _I, _I, _c.POINTER(_c.c_char_p), _c.POINTER(_I), _c.POINTER(_P), _c.POINTER(_I)]),
+    "th_deserialize": (_P, [_c.c_char_p, _I, _c.c_char_p, _Z]),
+    "th_attach": (_P, [_P]),
+    "th_api": (_I, [_P]),
+    "th_version": (_c.c_char_p, [_P]),
+    "th_shape_change": (_I, [_P, _I, _I, _c.POINTER(_I), _L]),
+    "th_schema": (_Z, [_c.c_char_p, _Z]),
     "th_serialize": (_Z, [_P, _P, _Z]),
     "th_clone": (_P, [_P]),
     "th_destroy": (None, [_P]),
@@ -35,9 +43,12 @@ _SIGNATURES = {
     "th_output_type": (_I, [_P, _I, _c.POINTER(_I), _I]),
     "th_output_dims": (_I, [_P, _I, _I, _L, _L]),
     "th_supports": (_I, [_P, _I, _I, _I, _c.POINTER(_I), _c.POINTER(_I)]),
-    "th_configure": (None, [_P, _I, _I, _c.POINTER(_I), _L]),
+    "th_configure": (_I, [_P, _I, _I, _c.POINTER(_I), _L]),
     "th_workspace": (_Z, [_P, _I, _I, _c.POINTER(_I), _L]),
     "th_enqueue": (_I, [_P, _I, _I, _c.POINTER(_I), _L, _c.POINTER(_P), _c.POINTER(_P), _P, _P]),
+    "th_gpu_problem": (_Z, [_c.c_char_p, _I, _I, _I, _c.c_char_p, _Z]),
+    "th_current_gpu_problem": (_Z, [_c.c_char_p, _Z]),
+    "th_built_architectures": (_c.c_char_p, []),
 }
 
 
@@ -58,12 +69,25 @@ def _dims(shapes) -> ctypes.Array:
 
 
 class Harness:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, api: int = 2):
         self.lib = ctypes.CDLL(str(path))
         for name, (res, args) in _SIGNATURES.items():
             fn = getattr(self.lib, name)
             fn.restype, fn.argtypes = res, args
         self.major = self.lib.th_trt_major()
+        self.api = api
+
+    def with_api(self, api: int) -> "Harness":
+        """The same library, creating plugins of the other interface."""
+        other = Harness.__new__(Harness)
+        other.lib, other.major, other.api = self.lib, self.major, api
+        return other
+
+    def schema(self) -> str:
+        n = self.lib.th_schema(None, 0)
+        buf = ctypes.create_string_buffer(n + 1)
+        self.lib.th_schema(buf, n + 1)
+        return buf.value.decode()
 
     def create(self, name: str, raw_fields: list[tuple[str, int, np.ndarray]]) -> "Plugin | None":
         """raw_fields: (name, PluginFieldType, data array); the length is the array size."""
@@ -72,7 +96,7 @@ class Harness:
         types = _ints([t for _, t, _ in raw_fields])
         data = (ctypes.c_void_p * max(1, len(raw_fields)))(*[a.ctypes.data for a in keep])
         lengths = _ints([a.size for a in keep])
-        ptr = self.lib.th_create(name.encode(), len(raw_fields), names, types, data, lengths)
+        ptr = self.lib.th_create(name.encode(), self.api, len(raw_fields), names, types, data, lengths)
         return Plugin(self, name, ptr) if ptr else None
 
     def create_from(self, name: str, **attrs) -> "Plugin":
@@ -87,8 +111,21 @@ class Harness:
         assert plugin is not None, f"{name} creation failed for {sorted(attrs)}"
         return plugin
 
+    def gpu_problem(self, name: str | None = None, cc: tuple[int, int] = (0, 0), has_image: bool = True) -> str:
+        """Why this build refuses a GPU ('' if it does not): a described one, or the current device (name=None)."""
+        buf = ctypes.create_string_buffer(512)
+        if name is None:
+            self.lib.th_current_gpu_problem(buf, len(buf))
+        else:
+            self.lib.th_gpu_problem(name.encode(), cc[0], cc[1], int(has_image), buf, len(buf))
+        return buf.value.decode()
+
+    @property
+    def architectures(self) -> str:
+        return self.lib.th_built_architectures().decode()
+
     def deserialize(self, name: str, blob: bytes) -> "Plugin | None":
-        ptr = self.lib.th_deserialize(name.encode(), blob, len(blob))
+        ptr = self.lib.th_deserialize(name.encode(), self.api, blob, len(blob))
         return Plugin(self, name, ptr) if ptr else None
 
 
@@ -114,6 +151,18 @@ class Plugin:
     def clone(self) -> "Plugin":
         return Plugin(self.h, self.name, self.lib.th_clone(self.ptr))
 
+    def attach(self) -> "Plugin":
+        """The per-execution-context plugin: V3 attachToContext, V2 clone."""
+        return Plugin(self.h, self.name, self.lib.th_attach(self.ptr))
+
+    @property
+    def api(self) -> int:
+        return self.lib.th_api(self.ptr)
+
+    @property
+    def version(self) -> str:
+        return self.lib.th_version(self.ptr).decode()
+
     def output_type(self, index: int, in_types: list[int]) -> int:
         return self.lib.th_output_type(self.ptr, index, _ints(in_types), len(in_types))
 
@@ -126,8 +175,13 @@ class Plugin:
         formats = formats or [LINEAR] * len(types)
         return bool(self.lib.th_supports(self.ptr, pos, nb_inputs, len(types) - nb_inputs, _ints(types), _ints(formats)))
 
-    def configure(self, types: list[int], shapes: list[tuple[int, ...]], nb_inputs: int) -> None:
-        self.lib.th_configure(self.ptr, nb_inputs, len(types) - nb_inputs, _ints(types), _dims(shapes))
+    def configure(self, types: list[int], shapes: list[tuple[int, ...]], nb_inputs: int) -> int:
+        """Build time (-1 dims allowed); returns the V3 status (V2 returns nothing: 0)."""
+        return self.lib.th_configure(self.ptr, nb_inputs, len(types) - nb_inputs, _ints(types), _dims(shapes))
+
+    def shape_change(self, types: list[int], shapes: list[tuple[int, ...]], nb_inputs: int) -> int:
+        """Run time: V3 onShapeChange (V2: configurePlugin with the real dims)."""
+        return self.lib.th_shape_change(self.ptr, nb_inputs, len(types) - nb_inputs, _ints(types), _dims(shapes))
 
     def workspace(self, types: list[int], shapes: list[tuple[int, ...]], nb_inputs: int) -> int:
         return self.lib.th_workspace(self.ptr, nb_inputs, len(types) - nb_inputs, _ints(types), _dims(shapes))

@@ -40,6 +40,10 @@ for fields in [
     [("norm", PF_CHAR, chars(b"rms\0")), ("gamma", PF_FLOAT16, np.ones(3, np.float16)), ("output_sum", PF_INT32, np.ones(2, np.int32))],
 ]:
     assert h.create("SkipNorm", fields) is None; rejected += 1
+    assert h.with_api(3).create("SkipNorm", fields) is None; rejected += 1  # the V3 creator parses the same way
+h3 = h.with_api(3)
+fields3 = h3.create_from("SkipNorm", norm="rms", gamma=np.ones(5, np.float32), beta=np.ones(5, np.float16)).serialize()
+assert h3.deserialize("SkipNorm", fields3).serialize() == fields3
 print("rejected", rejected)
 """
 

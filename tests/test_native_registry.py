@@ -43,10 +43,13 @@ def trtmod(registry):
     return trtplugins.trt_module()
 
 
-def creator(registry, name):
-    c = registry.get_creator(name, ops.VERSION, ops.NAMESPACE)
-    assert c is not None, name
+def creator(registry, name, version=ops.V2_VERSION):
+    c = registry.get_creator(name, version, ops.NAMESPACE)
+    assert c is not None, (name, version)
     return c
+
+
+EVERY_CREATOR = sorted((name, v) for name in ops.OPS for v in (ops.V2_VERSION, ops.V3_VERSION))
 
 
 def raw_collection(trtmod, fields):
@@ -72,7 +75,15 @@ def i32(*v):
 
 
 def test_every_creator_is_registered(registry):
-    assert trtplugins.list_plugins(registry) == [("BiasActivation", "1", ""), ("SkipNorm", "1", "")]
+    assert trtplugins.list_plugins(registry) == [(name, v, "") for name, v in EVERY_CREATOR]
+
+
+@pytest.mark.parametrize("version,kind", [(ops.V2_VERSION, "PLUGIN CREATOR_V1"), (ops.V3_VERSION, "PLUGIN CREATOR_V3ONE")])
+@pytest.mark.parametrize("name", sorted(ops.OPS))
+def test_v2_and_v3_creator_of_every_op(registry, name, version, kind):
+    """Both interfaces of every op, told apart by plugin version (V2 "1", V3 "2")."""
+    c = creator(registry, name, version)
+    assert c.interface_info.kind == kind and c.name == name and c.plugin_version == version
 
 
 def test_load_is_idempotent(registry):
@@ -82,11 +93,11 @@ def test_load_is_idempotent(registry):
     assert len(registry.all_creators) == before
 
 
-@pytest.mark.parametrize("name", sorted(ops.OPS))
-def test_field_names_match_spec(registry, trtmod, name):
+@pytest.mark.parametrize("name,version", EVERY_CREATOR)
+def test_field_names_match_spec(registry, trtmod, name, version):
     T = trtmod.PluginFieldType
     want_type = {"string": T.CHAR, "float": T.FLOAT32, "int": T.INT32, "weights": T.FLOAT32}
-    got = [(f.name, f.type) for f in creator(registry, name).field_names]
+    got = [(f.name, f.type) for f in creator(registry, name, version).field_names]
     assert got == [(f.name, want_type[f.kind]) for f in ops.spec(name).fields]
 
 
@@ -128,6 +139,22 @@ def test_create_serialize_roundtrip_clone(registry, name, case):
     assert q is not None and bytes(q.serialize()) == blob
     c = p.clone()
     assert c is not None and bytes(c.serialize()) == blob and c.num_outputs == p.num_outputs
+
+
+@pytest.mark.parametrize("phase", ["build", "runtime"])
+@pytest.mark.parametrize("name,case", CASES[::5], ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES[::5])])
+def test_v3_plugins_from_the_real_registry(registry, trtmod, name, case, phase):
+    """V3 creators build IPluginV3 objects whose capabilities TensorRT can query (runtime phase
+    on a machine without a GPU: no weights uploaded, which onShapeChange does later)."""
+    attrs = make_attrs(name, case)
+    p = trtplugins.create_plugin(name, version=ops.V3_VERSION, registry=registry, phase=phase, **attrs)
+    T = trtmod.PluginCapabilityType
+    core = p.get_capability_interface(T.CORE)
+    assert core.plugin_name == name and core.plugin_version == ops.V3_VERSION and core.plugin_namespace == ""
+    assert p.get_capability_interface(T.BUILD).num_outputs == ops.spec(name).num_outputs(attrs)
+    assert p.get_capability_interface(T.RUNTIME) is not None
+    # clone, getFieldsToSerialize and attachToContext of a C++ IPluginV3 are not callable from these
+    # Python bindings (they return None): the harness drives them (test_plugin_methods.py)
 
 
 def test_weights_are_stored_as_given(registry):
@@ -223,9 +250,14 @@ GOOD_NORM = [("norm", "CHAR", chars("layer")), ("gamma", "FLOAT32", f32(1, 2, 3)
         ("BiasActivation", [("activation", "INT32", i32(3))]),
     ],
 )
-def test_creator_rejects_bad_fields(registry, trtmod, name, fields, capfd):
+@pytest.mark.parametrize("version", [ops.V2_VERSION, ops.V3_VERSION])
+def test_creator_rejects_bad_fields(registry, trtmod, name, fields, version, capfd):
     fc, keep = raw_collection(trtmod, fields)
-    assert creator(registry, name).create_plugin(name, fc) is None
+    c = creator(registry, name, version)
+    if version == ops.V3_VERSION:
+        assert c.create_plugin(name, fc, trtmod.TensorRTPhase.BUILD) is None
+    else:
+        assert c.create_plugin(name, fc) is None
     del keep
     assert "[trtplugins]" in capfd.readouterr().err  # the reason is logged, the process lives
 
@@ -281,7 +313,7 @@ def test_autoreg_variant_registers_on_dlopen(registry):
         "print(trtplugins.list_plugins(m.get_plugin_registry()))"
     )
     assert r.returncode == 0, r.stderr
-    assert "[('BiasActivation', '1', ''), ('SkipNorm', '1', '')]" in r.stdout
+    assert str([(name, v, "") for name, v in EVERY_CREATOR]) in r.stdout
 
 
 def other_major_library(variant):
@@ -310,3 +342,17 @@ def test_wrong_major_is_refused_by_the_library(registry, variant):
     assert r.returncode == 0, r.stderr
     assert "creators: []" in r.stdout
     assert f"built for TensorRT {other}" in r.stderr
+
+
+def test_get_creators_returns_its_whole_list(registry):
+    """getCreators (the loadLibrary entry point) reports exactly the creators it returns."""
+    import ctypes
+
+    lib = ctypes.CDLL(str(trtplugins.library_path()))
+    fn = lib.getCreators
+    fn.restype, fn.argtypes = ctypes.POINTER(ctypes.c_void_p), [ctypes.POINTER(ctypes.c_int32)]
+    n = ctypes.c_int32(-1)
+    ptrs = fn(ctypes.byref(n))
+    assert n.value >= len(ops.OPS) and all(ptrs[i] for i in range(n.value))
+    ours = [c for c in registry.all_creators if c.name in ops.OPS]
+    assert len(ours) == n.value

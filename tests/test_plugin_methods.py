@@ -1,7 +1,8 @@
 """Plugin methods TensorRT's builder calls (output dims through a real
 IExprBuilder, output types, format combinations, configure, workspace),
 driven directly through the C ABI harness compiled against the real headers
-of each TensorRT major. CPU only: nothing here launches a kernel."""
+of each TensorRT major, for both interfaces (IPluginV2DynamicExt and
+IPluginV3). CPU only: nothing here launches a kernel."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from plugin_harness import BF16, BOOL, CHW2, FLOAT, HALF, INT8, INT32, PF_CHAR, 
 MAJORS = [10, 11]
 
 
-@pytest.fixture(scope="module", params=MAJORS, ids=lambda m: f"trt{m}")
+@pytest.fixture(scope="module", params=[(m, api) for m in MAJORS for api in (2, 3)], ids=lambda p: f"trt{p[0]}-v{p[1]}")
 def h(request):
-    path = find_harness(request.param)
+    major, api = request.param
+    path = find_harness(major)
     if path is None:
-        pytest.skip(f"harness for TensorRT {request.param} not built (needs nvcc and TensorRT {request.param} headers)")
-    harness = Harness(path)
-    assert harness.major == request.param
+        pytest.skip(f"harness for TensorRT {major} not built (needs nvcc and TensorRT {major} headers)")
+    harness = Harness(path, api)
+    assert harness.major == major
     return harness
 
 
@@ -82,7 +84,10 @@ def test_configure_workspace_and_serialized_input_count(h):
     two = p.serialize()
     p.configure([HALF] * 3, shapes[:1] + shapes[2:], 1)
     one = p.serialize()
-    assert one != two  # the input count travels in the blob (enqueue gets none)
+    if h.api == 2:
+        assert one != two  # V2: the input count travels in the blob (enqueue gets none)
+    else:
+        assert one == two  # V3: only the op's fields; onShapeChange gives the count at run time
     assert h.deserialize("SkipNorm", one).serialize() == one
     assert p.clone().serialize() == one
 
@@ -101,3 +106,81 @@ def test_harness_creation_matches_registry_fields(h):
     assert h.create("BiasActivation", [("activation", PF_CHAR, np.frombuffer(b"hard_swish\0", np.int8))]) is not None
     assert h.create("BiasActivation", [("activation", PF_FLOAT32, np.ones(1, np.float32))]) is None
     assert h.create("Nope", []) is None
+
+
+def test_enqueue_without_weights_returns_an_error(h, capfd):
+    """Enqueue never allocates or copies (it may be captured in a CUDA graph): without
+    initialize() it refuses with a reason, instead of uploading the weights itself."""
+    import ctypes
+
+    p = norm(h)
+    p.configure([FLOAT] * 2, [(-1, 16), (-1, 16)], 1)
+    host = (ctypes.c_float * 64)()
+    addr = ctypes.addressof(host)
+    assert p.enqueue([FLOAT] * 2, [(4, 16), (4, 16)], [addr], [addr]) != 0
+    err = capfd.readouterr().err
+    assert "SkipNorm::enqueue" in err and "not initialized" in err
+    assert p.clone().enqueue([FLOAT] * 2, [(4, 16), (4, 16)], [addr], [addr]) != 0  # a clone of it neither
+
+
+@pytest.mark.parametrize(
+    "gpu,cc,has_image,needle",
+    [
+        ("Tesla V100-SXM2-16GB", (7, 0), True, "compute capability >= 7.5"),
+        ("Tesla P4", (6, 1), True, "sm_61"),
+        ("Tesla T4", (7, 5), False, "no kernel image in this build"),
+        ("NVIDIA H200", (9, 0), True, ""),
+        ("Tesla T4", (7, 5), True, ""),
+        ("NVIDIA RTX PRO 6000 Blackwell", (12, 0), True, ""),
+    ],
+)
+def test_unsupported_gpu_is_named_with_what_it_lacks(h, gpu, cc, has_image, needle):
+    problem = h.gpu_problem(gpu, cc, has_image)
+    if not needle:
+        assert problem == ""
+    else:
+        assert needle in problem and gpu in problem and f"sm_{cc[0]}{cc[1]}" in problem
+
+
+def test_no_gpu_is_not_refused(h):
+    """Without a CUDA device (this CPU machine) nothing can be asked: build-time methods still work."""
+    assert h.gpu_problem() == ""
+    assert norm(h).supports(0, [FLOAT, FLOAT], 1)
+    assert "90" in h.architectures
+
+
+def test_versions_and_interfaces(h):
+    p = norm(h)
+    assert p.api == h.api and p.version == {2: "1", 3: "2"}[h.api]
+    a = p.attach()  # V3: attachToContext; V2: clone
+    assert a.api == h.api and a.serialize() == p.serialize()
+
+
+def test_configure_status(h, capfd):
+    """V3 configurePlugin returns a status: bad shapes are an error, not a crash."""
+    p = norm(h)
+    rc = p.configure([FLOAT] * 2, [(4, 15), (4, 15)], 1)
+    assert "gamma has 16 values" in capfd.readouterr().err
+    assert rc == (0 if h.api == 2 else -1)
+    assert p.configure([FLOAT] * 2, [(-1, 16), (-1, 16)], 1) == 0
+
+
+def test_serialization_round_trip(h):
+    """V3: getFieldsToSerialize -> createPlugin(kRUNTIME); V2: blob -> deserializePlugin. Same plugin back."""
+    g16 = np.linspace(-2, 2, 16).astype(np.float16)
+    p = norm(h, norm="rms", gamma=g16, beta=np.ones(16, np.float32), bias=np.full(16, 0.5, np.float32), epsilon=3e-7, output_sum=1)
+    blob = p.serialize()
+    assert h.api == 2 or b"rms\0" in blob  # V3 fields carry the enum by name
+    assert g16.astype(np.float32).tobytes() in blob and np.float32(3e-7).tobytes() in blob
+    q = h.deserialize("SkipNorm", blob)
+    assert q is not None and q.serialize() == blob and q.nb_outputs == 2
+    b = h.create_from("BiasActivation", activation="quick_gelu")
+    assert h.deserialize("BiasActivation", b.serialize()).serialize() == b.serialize()
+    assert h.deserialize("SkipNorm", b.serialize()) is None  # another op's fields: refused
+
+
+def test_schema_of_the_library(h):
+    """The library's own schema is the one trtplugins.ops reads (trtplugins/schema.json)."""
+    from trtplugins import ops
+
+    assert h.schema() == ops.SCHEMA_PATH.read_text()

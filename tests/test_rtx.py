@@ -84,7 +84,8 @@ def _lib(major):
 
 @pytest.mark.parametrize("major", [11, 10])
 def test_rtx_registers_our_v2_creators_but_parser_refuses(major, tmp_path):
-    """Real libtrtplugins_trt{10,11}.so in the RTX registry (in a subprocess: it is global state)."""
+    """Real libtrtplugins_trt{10,11}.so in the RTX registry (in a subprocess: it is global state):
+    V2 (version "1") and V3 (version "2") creators; a version-1 node is refused (V3 only)."""
     lib = _lib(major)
     if lib is None:
         pytest.skip(f"libtrtplugins_trt{major}.so not built")
@@ -108,7 +109,7 @@ print(json.dumps(out))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["creators"] == [["BiasActivation", "IPluginCreator"], ["SkipNorm", "IPluginCreator"]]
+    assert out["creators"] == [[op, kind] for op in ("BiasActivation", "SkipNorm") for kind in ("IPluginCreator", "IPluginCreatorV3One")]
     assert RTX_V3_ONLY in out["error"] and "fused_gelu" in out["error"] and "--no-substitute" in out["error"]
 
 

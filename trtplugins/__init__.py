@@ -2,11 +2,12 @@
 
 from . import ops, reference
 from ._lib import PluginLibraryError, library_path, list_plugins, load, trt_major, trt_module
-from .fields import create_plugin
+from .fields import add_plugin, create_plugin
 
 __version__ = "0.1.0"
 __all__ = [
     "PluginLibraryError",
+    "add_plugin",
     "create_plugin",
     "library_path",
     "list_plugins",

@@ -80,9 +80,18 @@ def field_collection(name: str, attrs: dict[str, Any], trt=None):
     return trt.PluginFieldCollection(fields), keep
 
 
-def create_plugin(name: str, *, version: str = ops.VERSION, namespace: str = ops.NAMESPACE, registry=None, **attrs):
+def _interface(creator) -> str:
+    """'v3' for an IPluginCreatorV3One, 'v2' for a V1 creator (IPluginCreator)."""
+    info = getattr(creator, "interface_info", None)
+    return "v3" if info is not None and "V3" in str(info.kind) else "v2"
+
+
+def create_plugin(name: str, *, version: str = ops.VERSION, namespace: str = ops.NAMESPACE, registry=None,
+                  phase: str = "build", **attrs):
     """Create a plugin of this suite from Python values (the library must be loaded).
 
+    version: ops.V2_VERSION ("1", an IPluginV2) or ops.V3_VERSION ("2", an IPluginV3,
+    created for TensorRTPhase `phase`: "build" or "runtime").
     Raises on unknown, missing or mistyped attributes, and when the creator
     rejects the values (its reason is in the TensorRT log).
     """
@@ -96,12 +105,35 @@ def create_plugin(name: str, *, version: str = ops.VERSION, namespace: str = ops
         )
     collection, keep = field_collection(name, attrs, trt)
     with _stderr_captured() as said:
-        plugin = creator.create_plugin(name, collection)
+        if _interface(creator) == "v3":
+            plugin = creator.create_plugin(name, collection, getattr(trt.TensorRTPhase, phase.upper()))
+        else:
+            plugin = creator.create_plugin(name, collection)
     del keep  # safe only now: the creator has copied the data
     if plugin is None:
         reason = said().strip().replace("[trtplugins] ", "") or "reason in the TensorRT log"
         raise ValueError(f"{name}: the creator rejected the attributes: {reason}")
     return plugin
+
+
+def add_plugin(network, name: str, inputs, *, api: str = "v3", registry=None, **attrs):
+    """Add a plugin layer of this suite to a network built with TensorRT's Python API.
+
+    api "v3": IPluginV3 through `add_plugin_v3` (TensorRT 10+, TensorRT-RTX); "v2":
+    IPluginV2 through `add_plugin_v2`. Returns the layer; its outputs follow the op spec
+    (`ops.spec(name).num_outputs(attrs)`).
+    """
+    if api not in ops.VERSIONS:
+        raise ValueError(f"api must be one of {sorted(ops.VERSIONS)}, got {api!r}")
+    spec = ops.spec(name)
+    inputs = list(inputs)
+    if not spec.min_inputs <= len(inputs) <= spec.max_inputs:
+        raise ValueError(f"{name} takes {spec.min_inputs}..{spec.max_inputs} inputs, got {len(inputs)}")
+    plugin = create_plugin(name, version=ops.VERSIONS[api], registry=registry, **attrs)
+    layer = network.add_plugin_v3(inputs, [], plugin) if api == "v3" else network.add_plugin_v2(inputs, plugin)
+    if layer is None:
+        raise ValueError(f"{name}: the network refused the plugin layer (see the TensorRT log)")
+    return layer
 
 
 @contextlib.contextmanager

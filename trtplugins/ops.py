@@ -1,21 +1,33 @@
-"""Declarative spec of every plugin in the native library.
+"""The op schemas, derived from the C++ op declarations (plugin_src/ops/).
 
-One entry per fused op. The C++ creators declare the same fields; a test
-checks the two agree against the real TensorRT registry. The graph tools
-write ONNX plugin nodes from this spec, and `create_plugin` types Python
-values with it.
+`schema.json` beside this module is generated from the declarations
+(`trtplugins_trt<N>_host_checks schema`; tests/test_schema.py checks that it
+is up to date, and `python -m trtplugins.ops --write` regenerates it from the
+built library). Nothing here is written by hand: fields, kinds, defaults,
+enum names and their kernel ids, inputs, outputs and plugin versions.
+The graph tools write ONNX plugin nodes from this spec, and `create_plugin`
+types Python values with it.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema.json"
+_SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 #: ONNX domain of plugin nodes written by the graph tools. TensorRT's parser
 #: ignores node.domain; it only keeps the nodes apart from standard ONNX ops.
 DOMAIN = "trtplugins"
-VERSION = "1"
-NAMESPACE = ""
+#: Plugin versions: the same ops under two TensorRT plugin interfaces in one library.
+V2_VERSION = _SCHEMA["versions"]["v2"]  # IPluginV2DynamicExt + IPluginCreator (deprecated by TensorRT)
+V3_VERSION = _SCHEMA["versions"]["v3"]  # IPluginV3 + IPluginCreatorV3One (TensorRT-RTX imports only these)
+VERSIONS = {"v2": V2_VERSION, "v3": V3_VERSION}
+VERSION = V2_VERSION  # what the graph tools write today
+NAMESPACE = _SCHEMA["namespace"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,15 @@ class Field:
     required: bool = False
     default: Any = None
     choices: tuple[str, ...] = ()
+    ids: tuple[int, ...] = ()  # the kernel's enum id of each choice
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    optional: bool = False
+    when: str | None = None  # outputs: present when this int field is 1
     doc: str = ""
 
 
@@ -38,10 +59,18 @@ class Field:
 class OpSpec:
     name: str  # plugin name == ONNX op_type
     fields: tuple[Field, ...]
-    min_inputs: int
-    max_inputs: int
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
     doc: str = ""
     version: str = VERSION
+
+    @property
+    def min_inputs(self) -> int:
+        return sum(not t.optional for t in self.inputs)
+
+    @property
+    def max_inputs(self) -> int:
+        return len(self.inputs)
 
     def field(self, name: str) -> Field:
         for f in self.fields:
@@ -49,42 +78,30 @@ class OpSpec:
                 return f
         raise KeyError(f"{self.name} has no field {name!r}; fields: {[f.name for f in self.fields]}")
 
+    def enum_ids(self, field: str) -> dict[str, int]:
+        f = self.field(field)
+        return dict(zip(f.choices, f.ids))
+
     def num_outputs(self, attrs: dict[str, Any]) -> int:
-        return 2 if self.name == SKIP_NORM and int(attrs.get("output_sum", 0)) else 1
+        return sum(1 for t in self.outputs if t.when is None or int(attrs.get(t.when) or 0))
 
 
-ACTIVATIONS = ("identity", "relu", "relu6", "gelu", "gelu_tanh", "silu", "quick_gelu", "hard_swish")
-NORMS = ("layer", "rms")
+def _op(d: dict) -> OpSpec:
+    fields = tuple(
+        Field(f["name"], f["kind"], f["required"], f.get("default"), tuple(f.get("choices", {})),
+              tuple(f.get("choices", {}).values()), f["doc"])
+        for f in d["fields"]
+    )
+    tensors = lambda ts: tuple(Tensor(t["name"], t["optional"], t.get("when"), t["doc"]) for t in ts)  # noqa: E731
+    return OpSpec(d["name"], fields, tensors(d["inputs"]), tensors(d["outputs"]), d["doc"])
+
+
+OPS: dict[str, OpSpec] = {d["name"]: _op(d) for d in _SCHEMA["ops"]}
 
 BIAS_ACTIVATION = "BiasActivation"
 SKIP_NORM = "SkipNorm"
-
-OPS: dict[str, OpSpec] = {
-    BIAS_ACTIVATION: OpSpec(
-        name=BIAS_ACTIVATION,
-        doc="y = act(x + bias); bias optional, broadcast over the last dim.",
-        min_inputs=1,
-        max_inputs=1,
-        fields=(
-            Field("activation", "string", required=True, choices=ACTIVATIONS),
-            Field("bias", "weights", doc="length == last dim of x"),
-        ),
-    ),
-    SKIP_NORM: OpSpec(
-        name=SKIP_NORM,
-        doc="s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta); outputs y and, with output_sum, s.",
-        min_inputs=1,
-        max_inputs=2,
-        fields=(
-            Field("norm", "string", required=True, choices=NORMS),
-            Field("epsilon", "float", default=1e-5, doc="> 0"),
-            Field("gamma", "weights", required=True, doc="length == hidden (last dim)"),
-            Field("beta", "weights"),
-            Field("bias", "weights", doc="added to the sum before normalization"),
-            Field("output_sum", "int", default=0, doc="0 or 1: second output s"),
-        ),
-    ),
-}
+ACTIVATIONS = OPS[BIAS_ACTIVATION].field("activation").choices
+NORMS = OPS[SKIP_NORM].field("norm").choices
 
 
 def spec(name: str) -> OpSpec:
@@ -92,3 +109,26 @@ def spec(name: str) -> OpSpec:
         return OPS[name]
     except KeyError:
         raise KeyError(f"unknown plugin {name!r}; known: {sorted(OPS)}") from None
+
+
+def generate() -> str:
+    """The schema JSON as the built library declares it (needs a native build)."""
+    import subprocess
+
+    from ._lib import find_library
+
+    for major in (11, 10):
+        program = find_library(f"trtplugins_trt{major}_host_checks")[0]
+        if program is not None:
+            return subprocess.run([str(program), "schema"], check=True, capture_output=True, text=True).stdout
+    raise FileNotFoundError("no trtplugins_trt<N>_host_checks built: build the native part first (pip install -e .)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--write"]:
+        SCHEMA_PATH.write_text(generate())
+        print(f"wrote {SCHEMA_PATH}")
+    else:
+        print(generate(), end="")

@@ -1,6 +1,7 @@
 #include "fields.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "errors.h"
@@ -68,8 +69,97 @@ std::string joinNames(const char* const* names, size_t n) {
 
 FieldNames::FieldNames(const std::vector<FieldSpec>& schema) {
     for (const auto& f : schema) mFields.emplace_back(f.name, nullptr, declaredType(f.kind), f.kind == FieldKind::kString || f.kind == FieldKind::kWeights ? 0 : 1);
+    point();
+}
+
+int32_t OpSchema::minInputs() const noexcept {
+    int32_t n = 0;
+    for (const auto& t : inputs) n += t.optional ? 0 : 1;
+    return n;
+}
+
+namespace {
+std::string quoted(const char* s) {
+    std::string out = "\"";
+    for (const char* c = s ? s : ""; *c; ++c) {
+        if (*c == '"' || *c == '\\') out += '\\';
+        out += *c;
+    }
+    return out + "\"";
+}
+
+const char* kindKey(FieldKind k) {
+    switch (k) {
+    case FieldKind::kString: return "string";
+    case FieldKind::kFloat: return "float";
+    case FieldKind::kInt: return "int";
+    case FieldKind::kWeights: return "weights";
+    }
+    return "?";
+}
+
+std::string tensorsJson(const std::vector<TensorSpec>& ts) {
+    std::string out = "[";
+    for (size_t i = 0; i < ts.size(); ++i) {
+        out += (i ? ", " : "") + std::string("{\"name\": ") + quoted(ts[i].name) + ", \"optional\": " + (ts[i].optional ? "true" : "false");
+        if (ts[i].whenField) out += ", \"when\": " + quoted(ts[i].whenField);
+        out += ", \"doc\": " + quoted(ts[i].doc) + "}";
+    }
+    return out + "]";
+}
+} // namespace
+
+std::string schemaJson(const std::vector<const OpSchema*>& ops, const char* v2Version, const char* v3Version) {
+    std::string out = "{\n  \"versions\": {\"v2\": " + quoted(v2Version) + ", \"v3\": " + quoted(v3Version) + "},\n  \"namespace\": \"\",\n  \"ops\": [";
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const OpSchema& op = *ops[i];
+        out += std::string(i ? "," : "") + "\n    {\"name\": " + quoted(op.name) + ", \"doc\": " + quoted(op.doc) + ",\n     \"fields\": [";
+        for (size_t k = 0; k < op.fields.size(); ++k) {
+            const FieldSpec& f = op.fields[k];
+            out += std::string(k ? "," : "") + "\n       {\"name\": " + quoted(f.name) + ", \"kind\": \"" + kindKey(f.kind) +
+                   "\", \"required\": " + (f.required ? "true" : "false");
+            if (f.defaultValue) {
+                char num[32];
+                std::snprintf(num, sizeof num, f.kind == FieldKind::kInt ? "%.0f" : "%.7g", *f.defaultValue);
+                out += std::string(", \"default\": ") + num;
+            }
+            if (!f.choices.empty()) {
+                out += ", \"choices\": {";
+                for (size_t c = 0; c < f.choices.size(); ++c)
+                    out += (c ? ", " : "") + quoted(f.choices[c].name) + ": " + std::to_string(f.choices[c].value);
+                out += "}";
+            }
+            out += ", \"doc\": " + quoted(f.doc) + "}";
+        }
+        out += "],\n     \"inputs\": " + tensorsJson(op.inputs) + ",\n     \"outputs\": " + tensorsJson(op.outputs) + "}";
+    }
+    return out + "\n  ]\n}\n";
+}
+
+void FieldWriter::clear() {
+    mData.clear();
+    mFields.clear();
+}
+
+void FieldWriter::add(const char* name, PluginFieldType type, const void* data, size_t bytes, int32_t length) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    mData.emplace_back(p, p + bytes);
+    mFields.emplace_back(name, mData.back().data(), type, length);
+}
+
+void FieldWriter::string(const char* name, const std::string& v) {
+    add(name, PluginFieldType::kCHAR, v.c_str(), v.size() + 1, static_cast<int32_t>(v.size() + 1));
+}
+void FieldWriter::float32(const char* name, float v) { add(name, PluginFieldType::kFLOAT32, &v, sizeof v, 1); }
+void FieldWriter::int32(const char* name, int32_t v) { add(name, PluginFieldType::kINT32, &v, sizeof v, 1); }
+void FieldWriter::weights(const char* name, const std::vector<float>& v) {
+    if (!v.empty()) add(name, PluginFieldType::kFLOAT32, v.data(), v.size() * sizeof(float), static_cast<int32_t>(v.size()));
+}
+
+const nvinfer1::PluginFieldCollection* FieldWriter::collection() noexcept {
     mCollection.nbFields = static_cast<int32_t>(mFields.size());
     mCollection.fields = mFields.data();
+    return &mCollection;
 }
 
 FieldParser::FieldParser(const nvinfer1::PluginFieldCollection* fc, const std::vector<FieldSpec>& schema) {

@@ -1,8 +1,11 @@
-// Typed, checked parsing of PluginFieldCollection: the type and length of
-// every field are verified, unknown and duplicate fields are errors.
+// An op's declared schema (fields, inputs, outputs) and typed, checked
+// parsing of PluginFieldCollection: the type and length of every field are
+// verified, unknown and duplicate fields are errors. FieldWriter builds the
+// collection a V3 plugin serializes itself to.
 #pragma once
 #include <NvInferRuntime.h>
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,18 +14,62 @@ namespace trtp {
 
 enum class FieldKind { kString, kFloat, kInt, kWeights };
 
+// One value of a string field that names an enum (value: the kernel's id).
+struct EnumValue {
+    const char* name;
+    int32_t value;
+};
+
 struct FieldSpec {
     const char* name;
     FieldKind kind;
+    bool required = false;
+    std::optional<double> defaultValue = std::nullopt; // float/int fields
+    std::vector<EnumValue> choices = {}; // kString fields naming an enum
+    const char* doc = "";
 };
+
+struct TensorSpec {
+    const char* name;
+    bool optional = false;
+    const char* whenField = nullptr; // outputs: present when this int field is 1
+    const char* doc = "";
+};
+
+// The declaration every layer derives from: V2/V3 creators' field lists,
+// the Python schema (trtplugins/schema.json, generated), the checks.
+struct OpSchema {
+    const char* name;
+    const char* doc;
+    std::vector<FieldSpec> fields;
+    std::vector<TensorSpec> inputs, outputs;
+
+    int32_t minInputs() const noexcept;
+    int32_t maxInputs() const noexcept { return static_cast<int32_t>(inputs.size()); }
+};
+
+// JSON of the schemas (for trtplugins/schema.json), with the V2/V3 versions and namespace.
+std::string schemaJson(const std::vector<const OpSchema*>& ops, const char* v2Version, const char* v3Version);
 
 // The collection getFieldNames() returns, built once from a schema.
 class FieldNames {
 public:
     explicit FieldNames(const std::vector<FieldSpec>& schema);
+    explicit FieldNames(const OpSchema& op) : FieldNames(op.fields) {}
+    // A copy points into its own fields, never into the source's.
+    FieldNames(const FieldNames& o) : mFields(o.mFields) { point(); }
+    FieldNames& operator=(const FieldNames& o) {
+        mFields = o.mFields;
+        point();
+        return *this;
+    }
     const nvinfer1::PluginFieldCollection* collection() const noexcept { return &mCollection; }
 
 private:
+    void point() noexcept {
+        mCollection.nbFields = static_cast<int32_t>(mFields.size());
+        mCollection.fields = mFields.data();
+    }
     std::vector<nvinfer1::PluginField> mFields;
     nvinfer1::PluginFieldCollection mCollection{};
 };
@@ -31,6 +78,7 @@ class FieldParser {
 public:
     // Throws PluginError on a null collection, unknown or duplicate names.
     FieldParser(const nvinfer1::PluginFieldCollection* fc, const std::vector<FieldSpec>& schema);
+    FieldParser(const nvinfer1::PluginFieldCollection* fc, const OpSchema& op) : FieldParser(fc, op.fields) {}
 
     std::optional<std::string> string(const char* name) const;
     std::optional<float> float32(const char* name) const;
@@ -48,6 +96,24 @@ private:
     std::vector<const nvinfer1::PluginField*> mFields;
 };
 
+// Fields written as data that TensorRT copies (V3 getFieldsToSerialize): the
+// collection stays valid until the next clear() or the writer's end.
+class FieldWriter {
+public:
+    void clear();
+    void string(const char* name, const std::string& v);
+    void float32(const char* name, float v);
+    void int32(const char* name, int32_t v);
+    void weights(const char* name, const std::vector<float>& v); // nothing for an empty array
+    const nvinfer1::PluginFieldCollection* collection() noexcept;
+
+private:
+    void add(const char* name, nvinfer1::PluginFieldType type, const void* data, size_t bytes, int32_t length);
+    std::deque<std::vector<uint8_t>> mData;
+    std::vector<nvinfer1::PluginField> mFields;
+    nvinfer1::PluginFieldCollection mCollection{};
+};
+
 // Parses a string field against a table of names; unknown names are errors
 // that list the valid ones.
 template <class E>
@@ -60,6 +126,22 @@ std::string joinNames(const char* const* names, size_t n);
 
 template <class E, size_t N>
 E parseEnum(const std::string& s, const EnumName<E> (&table)[N], const char* field);
+
+// The table as schema choices.
+template <class E, size_t N>
+std::vector<EnumValue> enumValues(const EnumName<E> (&table)[N]) {
+    std::vector<EnumValue> out;
+    for (const auto& e : table) out.push_back({e.name, static_cast<int32_t>(e.value)});
+    return out;
+}
+
+// The name of an enum value ("?" if not in the table).
+template <class E, size_t N>
+const char* enumName(E v, const EnumName<E> (&table)[N]) {
+    for (const auto& e : table)
+        if (e.value == v) return e.name;
+    return "?";
+}
 
 // For values read back from blobs: is v one of the table's values?
 template <class E, size_t N>

@@ -31,8 +31,10 @@ __attribute__((constructor)) void registerAll() {
                      NV_TENSORRT_MAJOR, NV_TENSORRT_MAJOR);
         return;
     }
-    if (auto logger = reinterpret_cast<LoggerFn>(dlsym(runtime, "getLogger"))) trtp::setLogger(logger());
+    // Major first: ILogger's vtable differs between majors (IVersionedInterface
+    // in 11), so another major's logger must never be stored or called.
     if (!trtp::runtimeMatches()) return;
+    if (auto logger = reinterpret_cast<LoggerFn>(dlsym(runtime, "getLogger"))) trtp::setLogger(logger());
     auto registryFn = reinterpret_cast<RegistryFn>(dlsym(runtime, "getPluginRegistry"));
     nvinfer1::IPluginRegistry* registry = registryFn ? registryFn() : nullptr;
     if (!registry) {
@@ -42,9 +44,9 @@ __attribute__((constructor)) void registerAll() {
     int32_t n = 0;
     auto* const* all = trtp::creators(n);
     for (int32_t i = 0; i < n; ++i) {
-        if (!registry->registerCreator(*all[i], all[i]->getPluginNamespace()))
+        if (!registry->registerCreator(*all[i], ""))
             trtp::log(nvinfer1::ILogger::Severity::kWARNING, "creator %s v%s was not registered (already registered?)",
-                      all[i]->getPluginName(), all[i]->getPluginVersion());
+                      trtp::creatorName(all[i]), trtp::creatorVersion(all[i]));
     }
 }
 

@@ -3,18 +3,74 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstring>
+#include <tuple>
 
-#include "../plugins/bias_activation_plugin.h"
-#include "../plugins/skip_norm_plugin.h"
+#include "../adapters/v2.h"
+#include "../adapters/v3.h"
+#include "../ops/bias_activation.h"
+#include "../ops/skip_norm.h"
 
 namespace trtp {
+namespace {
 
-nvinfer1::IPluginCreator* const* creators(int32_t& count) noexcept {
-    static Creator<BiasActivationPlugin> biasActivation;
-    static Creator<SkipNormPlugin> skipNorm;
-    static nvinfer1::IPluginCreator* const list[] = {&biasActivation, &skipNorm};
-    count = static_cast<int32_t>(sizeof(list) / sizeof(list[0]));
-    return list;
+// Both interfaces of every op, V2 first (engines built with version 1 keep loading).
+template <class... Ops>
+struct OpList {
+    static nvinfer1::IPluginCreatorInterface* const* creators(int32_t& count) noexcept {
+        static std::tuple<V2Creator<Ops>...> v2;
+        static std::tuple<V3Creator<Ops>...> v3;
+        static nvinfer1::IPluginCreatorInterface* const list[] = {&std::get<V2Creator<Ops>>(v2)..., &std::get<V3Creator<Ops>>(v3)...};
+        count = static_cast<int32_t>(sizeof(list) / sizeof(list[0]));
+        return list;
+    }
+    static std::vector<const OpSchema*> schemas() { return {&Ops::schema()...}; }
+};
+
+// THE list of ops: one line each.
+using AllOps = OpList<
+    BiasActivationOp,
+    SkipNormOp>;
+
+} // namespace
+
+nvinfer1::IPluginCreatorInterface* const* creators(int32_t& count) noexcept { return AllOps::creators(count); }
+
+std::string schemaJson() { return schemaJson(AllOps::schemas(), kV2Version, kV3Version); }
+
+namespace {
+template <class C>
+C* as(nvinfer1::IPluginCreatorInterface* c, const char* kind) noexcept {
+    return c && std::strcmp(c->getInterfaceInfo().kind, kind) == 0 ? static_cast<C*>(c) : nullptr;
+}
+nvinfer1::IPluginCreator* asV1(nvinfer1::IPluginCreatorInterface* c) noexcept { return as<nvinfer1::IPluginCreator>(c, "PLUGIN CREATOR_V1"); }
+nvinfer1::IPluginCreatorV3One* asV3(nvinfer1::IPluginCreatorInterface* c) noexcept {
+    return as<nvinfer1::IPluginCreatorV3One>(c, "PLUGIN CREATOR_V3ONE");
+}
+
+template <class C>
+C* find(const char* name, C* (*cast)(nvinfer1::IPluginCreatorInterface*) noexcept) noexcept {
+    int32_t n = 0;
+    auto* const* all = creators(n);
+    for (int32_t i = 0; i < n; ++i)
+        if (C* c = cast(all[i]); c && name && std::strcmp(c->getPluginName(), name) == 0) return c;
+    return nullptr;
+}
+} // namespace
+
+nvinfer1::IPluginCreator* findV2Creator(const char* name) noexcept { return find(name, asV1); }
+nvinfer1::IPluginCreatorV3One* findV3Creator(const char* name) noexcept { return find(name, asV3); }
+
+const char* creatorName(nvinfer1::IPluginCreatorInterface* c) noexcept {
+    if (auto* v1 = asV1(c)) return v1->getPluginName();
+    if (auto* v3 = asV3(c)) return v3->getPluginName();
+    return "?";
+}
+
+const char* creatorVersion(nvinfer1::IPluginCreatorInterface* c) noexcept {
+    if (auto* v1 = asV1(c)) return v1->getPluginVersion();
+    if (auto* v3 = asV3(c)) return v3->getPluginVersion();
+    return "?";
 }
 
 void* loadedRuntime(const char** name, int32_t* major) noexcept {

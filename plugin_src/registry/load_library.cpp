@@ -14,12 +14,5 @@ TRTP_EXPORT void setLoggerFinder(nvinfer1::ILoggerFinder* finder) {
 TRTP_EXPORT nvinfer1::IPluginCreatorInterface* const* getCreators(int32_t& nbCreators) {
     nbCreators = 0;
     if (!trtp::runtimeMatches()) return nullptr;
-    // IPluginCreator derives from IPluginCreatorInterface alone: the pointer
-    // arrays are layout-compatible only through explicit conversion.
-    static nvinfer1::IPluginCreatorInterface* list[16];
-    int32_t n = 0;
-    auto* const* all = trtp::creators(n);
-    for (int32_t i = 0; i < n && i < 16; ++i) list[i] = all[i];
-    nbCreators = n;
-    return list;
+    return trtp::creators(nbCreators); // the list itself: its length is the count
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -23,6 +24,20 @@ def torch():
     if not torch.cuda.is_available():
         pytest.skip("GPU tests need CUDA: torch.cuda.is_available() is False")
     return torch
+
+
+@pytest.fixture(scope="module", params=[(m, api) for m in (10, 11) for api in (2, 3)], ids=lambda p: f"trt{p[0]}-v{p[1]}")
+def h(request, torch):
+    """The C ABI harness (tests/plugin_harness.py) built against each major's headers, creating
+    IPluginV2DynamicExt (v2) or IPluginV3 (v3) plugins."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from plugin_harness import Harness, find_harness
+
+    major, api = request.param
+    path = find_harness(major)
+    if path is None:
+        pytest.skip(f"harness for TensorRT {major} not built (needs TensorRT {major} headers)")
+    return Harness(path, api)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from plugin_harness import BF16, FLOAT, HALF, INT32, Harness, find_harness  # noqa: E402
+from plugin_harness import BF16, FLOAT, HALF, INT32  # noqa: E402
 
 from trtplugins import kernels, reference  # noqa: E402
 
@@ -23,14 +23,6 @@ TRT_TYPE = {"float32": FLOAT, "float16": HALF, "bfloat16": BF16}
 # with erff/expf; FP16/BF16 add one rounding of the output (2^-11 and 2^-8).
 TOL = {"float32": 2e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
 SHAPES = [(1, 768), (3, 5, 1024), (37, 7), (2, 3, 4096), (1, 16384), (0, 768)]
-
-
-@pytest.fixture(scope="module", params=[10, 11], ids=lambda m: f"trt{m}")
-def h(request, torch):
-    path = find_harness(request.param)
-    if path is None:
-        pytest.skip(f"harness for TensorRT {request.param} not built (needs TensorRT {request.param} headers)")
-    return Harness(path)
 
 
 def tensor(torch, shape, dtype, seed, scale=1.0):
@@ -55,8 +47,9 @@ def run_plugin(torch, p, dtype, inputs, n_out):
     outs = [torch.full_like(inputs[0], float("nan")) for _ in range(n_out)]  # poisoned
     types = [TRT_TYPE[dtype]] * (len(inputs) + n_out)
     shapes = [shape] * (len(inputs) + n_out)
-    p.configure(types, [(-1,) + shape[1:]] * len(shapes), len(inputs))
-    assert p.initialize() == 0
+    assert p.configure(types, [(-1,) + shape[1:]] * len(shapes), len(inputs)) == 0  # V3: uploads the weights
+    assert p.initialize() == 0  # V2: uploads the weights (V3 has no initialize)
+    assert p.shape_change(types, shapes, len(inputs)) == 0  # V3 onShapeChange (V2: configure with real dims)
     stream = torch.cuda.current_stream().cuda_stream
     rc = p.enqueue(types, shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream)
     torch.cuda.synchronize()
@@ -76,7 +69,7 @@ def test_bias_activation_plugin(h, torch, record, dtype, activation, shape):
     bare = kernels.bias_activation(x, torch.from_numpy(bias).cuda(), activation)
     assert torch.equal(y, bare), "plugin enqueue and bare kernel differ"
     err = check_close(as_np(y), reference.bias_activation(as_np(x), bias, activation), dtype)
-    record("plugin:BiasActivation", f"trt{h.major}:{activation}", dtype, shape, err, err / TOL[dtype])
+    record("plugin:BiasActivation", f"trt{h.major}-v{h.api}:{activation}", dtype, shape, err, err / TOL[dtype])
 
 
 NORM_CASES = list(itertools.product(["layer", "rms"], [False, True], [False, True]))
@@ -103,7 +96,7 @@ def test_skip_norm_plugin(h, torch, record, dtype, norm, with_skip, output_sum, 
                               norm=norm, epsilon=1e-5, output_sum=output_sum)
     ref = ref if isinstance(ref, tuple) else (ref,)
     err = max(check_close(as_np(o), r, dtype) for o, r in zip(outs, ref))
-    record("plugin:SkipNorm", f"trt{h.major}:{norm}{'+skip' if with_skip else ''}{'+sum' if output_sum else ''}",
+    record("plugin:SkipNorm", f"trt{h.major}-v{h.api}:{norm}{'+skip' if with_skip else ''}{'+sum' if output_sum else ''}",
            dtype, shape, err, err / TOL[dtype])
 
 
@@ -112,12 +105,13 @@ def test_deserialized_and_cloned_plugins_compute_the_same(h, torch):
     p = h.create_from("SkipNorm", norm="rms", gamma=gamma, epsilon=1e-6)
     x, s = tensor(torch, (9, 1024), "float16", 7), tensor(torch, (9, 1024), "float16", 8)
     (want,) = run_plugin(torch, p, "float16", [x, s], 1)
-    clone = p.clone()  # shares the initialized device weights
-    again = h.deserialize("SkipNorm", p.serialize())
-    for q in (clone, again):
+    clone = p.clone()  # initialized, with its own device weights
+    attached = p.attach()  # V3 attachToContext (V2: clone): the per-context plugin
+    again = h.deserialize("SkipNorm", p.serialize())  # V3: createPlugin(kRUNTIME) from getFieldsToSerialize
+    for q in (clone, attached, again):
         (got,) = run_plugin(torch, q, "float16", [x, s], 1)
         assert torch.equal(got, want)
-    del p  # the clone keeps the shared weights alive
+    del p  # the clone owns its weights
     (got,) = run_plugin(torch, clone, "float16", [x, s], 1)
     assert torch.equal(got, want)
 

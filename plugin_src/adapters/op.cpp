@@ -1,4 +1,6 @@
-#include "plugin_base.h"
+#include "op.h"
+
+#include <atomic>
 
 namespace trtp {
 
@@ -37,6 +39,18 @@ void rowsAndHidden(const nvinfer1::Dims& d, int64_t& rows, int64_t& hidden) {
         if (d.d[i] < 0) fail("input dims %s are not known", dimsString(d).c_str());
     for (int32_t i = 0; i + 1 < d.nbDims; ++i) rows *= d.d[i];
     hidden = d.d[d.nbDims - 1];
+}
+
+} // namespace trtp
+
+namespace trtp {
+
+bool gpuSupported(const char* plugin) noexcept {
+    const std::string problem = currentGpuProblem();
+    if (problem.empty()) return true;
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) log(nvinfer1::ILogger::Severity::kERROR, "%s::supportsFormatCombination: %s", plugin, problem.c_str());
+    return false;
 }
 
 } // namespace trtp

@@ -1,4 +1,4 @@
-#include "skip_norm_plugin.h"
+#include "skip_norm.h"
 
 #include <cmath>
 
@@ -7,7 +7,7 @@ namespace {
 constexpr EnumName<Norm> kNorms[] = {{"layer", Norm::kLayer}, {"rms", Norm::kRms}};
 } // namespace
 
-SkipNormPlugin::SkipNormPlugin(Params p) : mP(std::move(p)) {
+SkipNormOp::SkipNormOp(Params p) : mP(std::move(p)) {
     if (!isKnown(mP.norm, kNorms)) fail("norm code %d is invalid", static_cast<int>(mP.norm));
     if (!(std::isfinite(mP.epsilon) && mP.epsilon > 0.f)) fail("epsilon must be finite and > 0, got %g", mP.epsilon);
     if (mP.gamma.empty()) fail("gamma must have at least one value");
@@ -16,25 +16,45 @@ SkipNormPlugin::SkipNormPlugin(Params p) : mP(std::move(p)) {
     if (!mP.bias.empty() && mP.bias.size() != hidden) fail("bias has %zu values, gamma has %zu", mP.bias.size(), hidden);
 }
 
-std::vector<FieldSpec> SkipNormPlugin::schema() {
-    return {{"norm", FieldKind::kString},   {"epsilon", FieldKind::kFloat}, {"gamma", FieldKind::kWeights},
-            {"beta", FieldKind::kWeights},  {"bias", FieldKind::kWeights},  {"output_sum", FieldKind::kInt}};
+const OpSchema& SkipNormOp::schema() {
+    static const OpSchema s{
+        kName,
+        "s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta); outputs y and, with output_sum, s.",
+        {{"norm", FieldKind::kString, true, std::nullopt, enumValues(kNorms), "the normalization"},
+         {"epsilon", FieldKind::kFloat, false, kEpsilon, {}, "> 0"},
+         {"gamma", FieldKind::kWeights, true, std::nullopt, {}, "length == hidden (last dim)"},
+         {"beta", FieldKind::kWeights, false, std::nullopt, {}, ""},
+         {"bias", FieldKind::kWeights, false, std::nullopt, {}, "added to the sum before normalization"},
+         {"output_sum", FieldKind::kInt, false, 0.0, {}, "0 or 1: second output s"}},
+        {{"x", false, nullptr, "any rank >= 1, last dim = hidden"}, {"skip", true, nullptr, "like x"}},
+        {{"y", false, nullptr, "like x"}, {"sum", false, "output_sum", "s = x + skip + bias, like x"}},
+    };
+    return s;
 }
 
-SkipNormPlugin SkipNormPlugin::fromFields(const FieldParser& f) {
+SkipNormOp SkipNormOp::fromFields(const FieldParser& f) {
     Params p;
     p.norm = parseEnum(FieldParser::required(f.string("norm"), "norm"), kNorms, "norm");
-    p.epsilon = f.float32("epsilon").value_or(1e-5f);
+    p.epsilon = f.float32("epsilon").value_or(kEpsilon);
     p.gamma = FieldParser::required(f.weights("gamma"), "gamma");
     p.beta = f.weights("beta").value_or(std::vector<float>{});
     p.bias = f.weights("bias").value_or(std::vector<float>{});
     const int32_t sum = f.int32("output_sum").value_or(0);
     if (sum != 0 && sum != 1) fail("output_sum must be 0 or 1, got %d", sum);
     p.outputSum = sum == 1;
-    return SkipNormPlugin(std::move(p));
+    return SkipNormOp(std::move(p));
 }
 
-SkipNormPlugin SkipNormPlugin::read(Reader& r) {
+void SkipNormOp::toFields(FieldWriter& w) const {
+    w.string("norm", enumName(mP.norm, kNorms));
+    w.float32("epsilon", mP.epsilon);
+    w.weights("gamma", mP.gamma);
+    w.weights("beta", mP.beta);
+    w.weights("bias", mP.bias);
+    w.int32("output_sum", mP.outputSum ? 1 : 0);
+}
+
+SkipNormOp SkipNormOp::read(Reader& r) {
     Params p;
     p.norm = static_cast<Norm>(r.pod<int32_t>());
     p.epsilon = r.pod<float>();
@@ -44,10 +64,10 @@ SkipNormPlugin SkipNormPlugin::read(Reader& r) {
     p.gamma = r.floats();
     p.beta = r.floats();
     p.bias = r.floats();
-    return SkipNormPlugin(std::move(p));
+    return SkipNormOp(std::move(p));
 }
 
-void SkipNormPlugin::write(Writer& w) const {
+void SkipNormOp::write(Writer& w) const {
     w.pod(static_cast<int32_t>(mP.norm));
     w.pod(mP.epsilon);
     w.pod(static_cast<int32_t>(mP.outputSum));
@@ -56,7 +76,7 @@ void SkipNormPlugin::write(Writer& w) const {
     w.floats(mP.bias);
 }
 
-void SkipNormPlugin::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
+void SkipNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
     const auto& x = in[0];
     if (x.nbDims < 1) fail("input rank %d, expected >= 1", x.nbDims);
     const int64_t hidden = x.d[x.nbDims - 1];
@@ -69,19 +89,26 @@ void SkipNormPlugin::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const
     if (!same) fail("skip dims %s differ from input dims %s", dimsString(s).c_str(), dimsString(x).c_str());
 }
 
-cudaError_t SkipNormPlugin::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const void* const* inputs,
-                                   void* const* outputs, cudaStream_t stream) const {
+void SkipNormOp::onConfigured(DType dt, int64_t hidden) {
+    mVariant = skipNormVariant(dt, hidden);
+    mVariantType = dt;
+    mVariantHidden = hidden;
+}
+
+cudaError_t SkipNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                                   const void* const* inputs, void* const* outputs, cudaStream_t stream) const {
     SkipNormArgs a;
     a.x = inputs[0];
     a.skip = nbInputs > 1 ? inputs[1] : nullptr;
-    a.gamma = deviceWeight(0);
-    a.beta = deviceWeight(1);
-    a.bias = deviceWeight(2);
+    a.gamma = w.at(0);
+    a.beta = w.at(1);
+    a.bias = w.at(2);
     a.y = outputs[0];
     a.sum = mP.outputSum ? outputs[1] : nullptr;
     rowsAndHidden(in[0].dims, a.rows, a.hidden);
     a.epsilon = mP.epsilon;
     a.norm = mP.norm;
+    if (dt == mVariantType && a.hidden == mVariantHidden) a.variant = mVariant;
     return launchSkipNorm(dt, a, stream);
 }
 

@@ -1,0 +1,135 @@
+// What an op declaration provides, and OpState<Op>: everything the V2 and
+// V3 adapters share (I/O counts, format rule, shape checks, output types and
+// dims, device weights, guarded enqueue). An op (ops/<op>.h) declares:
+//   static constexpr const char* kName;  static const OpSchema& schema();
+//   static Op fromFields(const FieldParser&);  void toFields(FieldWriter&) const;  // creation, V3 serialization
+//   static Op read(Reader&);  void write(Writer&) const;                          // V2 blob payload
+//   int32_t nbOutputs() const;  HostWeights weights() const;
+//   void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;  // throws; -1 dims are skipped
+//   void onConfigured(DType, int64_t hidden);                            // per-shape choices (hidden known)
+//   cudaError_t launch(DType, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights&,
+//                      const void* const* inputs, void* const* outputs, cudaStream_t) const;
+#pragma once
+#include <NvInferRuntime.h>
+
+#include <string>
+#include <vector>
+
+#include "../common/device_weights.h"
+#include "../common/errors.h"
+#include "../common/fields.h"
+#include "../common/gpu_support.h"
+#include "../common/serialize.h"
+#include "../kernels/types.h"
+
+namespace trtp {
+
+// Plugin versions: the same op under two interfaces in one library.
+constexpr const char* kV2Version = "1"; // IPluginV2DynamicExt + IPluginCreator (deprecated by TensorRT; existing engines)
+constexpr const char* kV3Version = "2"; // IPluginV3 (OneCore/Build/Runtime) + IPluginCreatorV3One
+
+// Maps a TensorRT type to a kernel type; false for unsupported types.
+bool toKernelType(nvinfer1::DataType t, DType& out) noexcept;
+const char* typeName(nvinfer1::DataType t) noexcept;
+// rows = product of all but the last dim; throws on negative (unknown) dims.
+void rowsAndHidden(const nvinfer1::Dims& d, int64_t& rows, int64_t& hidden);
+std::string dimsString(const nvinfer1::Dims& d);
+// Logs the current GPU's problem once; false when the GPU cannot run the kernels.
+bool gpuSupported(const char* plugin) noexcept;
+
+inline const nvinfer1::PluginTensorDesc& plainDesc(const nvinfer1::PluginTensorDesc& d) { return d; }
+inline const nvinfer1::PluginTensorDesc& plainDesc(const nvinfer1::DynamicPluginTensorDesc& d) { return d.desc; }
+
+template <class Op>
+class OpState {
+public:
+    explicit OpState(Op op) : mOp(std::move(op)) {}
+    OpState(const OpState&) = default; // the weights slot of a copy starts empty
+
+    static int32_t minInputs() { return Op::schema().minInputs(); }
+    static int32_t maxInputs() { return Op::schema().maxInputs(); }
+    int32_t nbOutputs() const noexcept { return mOp.nbOutputs(); }
+    int32_t nbInputs() const noexcept { return mNbInputs; }
+    void setNbInputs(int32_t n) {
+        if (n < minInputs() || n > maxInputs()) fail("input count %d is invalid (expected %d..%d)", n, minInputs(), maxInputs());
+        mNbInputs = n;
+    }
+    const Op& op() const noexcept { return mOp; }
+
+    bool countsOk(int32_t nbIn, int32_t nbOut) const noexcept {
+        return nbIn >= minInputs() && nbIn <= maxInputs() && nbOut == nbOutputs();
+    }
+    void checkCounts(int32_t nbIn, int32_t nbOut) {
+        if (nbIn < minInputs() || nbIn > maxInputs()) fail("%d inputs, expected %d..%d", nbIn, minInputs(), maxInputs());
+        if (nbOut != nbOutputs()) fail("%d outputs, expected %d", nbOut, nbOutputs());
+        mNbInputs = nbIn;
+    }
+
+    // Linear FP32/FP16/BF16, one type for every input and output, on a GPU the
+    // build can run on. Too permissive a check gives wrong FP16 results.
+    template <class Desc>
+    bool supports(int32_t pos, const Desc* inOut, int32_t nbIn, int32_t nbOut) const noexcept {
+        if (!gpuSupported(Op::kName)) return false;
+        if (!inOut || !countsOk(nbIn, nbOut) || pos < 0 || pos >= nbIn + nbOut) return false;
+        const auto& d = plainDesc(inOut[pos]);
+        DType dt;
+        if (d.format != nvinfer1::TensorFormat::kLINEAR || !toKernelType(d.type, dt)) return false;
+        return pos == 0 || d.type == plainDesc(inOut[0]).type;
+    }
+
+    // Counts and shapes (build-time -1 dims skipped); the per-shape choices.
+    template <class Desc>
+    void configure(const Desc* in, int32_t nbIn, int32_t nbOut) {
+        checkCounts(nbIn, nbOut);
+        check(in != nullptr, "null tensor descriptors");
+        std::vector<nvinfer1::Dims> dims;
+        for (int32_t i = 0; i < nbIn; ++i) dims.push_back(plainDesc(in[i]).dims);
+        mOp.checkDims(dims.data(), nbIn);
+        DType dt;
+        const auto& x = plainDesc(in[0]);
+        if (toKernelType(x.type, dt) && x.dims.nbDims >= 1 && x.dims.d[x.dims.nbDims - 1] >= 0)
+            mOp.onConfigured(dt, x.dims.d[x.dims.nbDims - 1]);
+    }
+
+    bool outputOk(int32_t index, int32_t nbIn) const noexcept {
+        return index >= 0 && index < nbOutputs() && nbIn >= minInputs() && nbIn <= maxInputs();
+    }
+
+    // Uploads the weights in the current context (thread-safe, once).
+    void initialize() {
+        const std::string problem = currentGpuProblem();
+        if (!problem.empty()) fail("%s", problem.c_str());
+        mWeights.ensure(mOp.weights());
+    }
+    void terminate() noexcept { mWeights.reset(); }
+    bool ready() const noexcept { return mWeights.ready(); }
+
+    int32_t enqueue(const nvinfer1::PluginTensorDesc* inputDesc, const nvinfer1::PluginTensorDesc* outputDesc,
+                    const void* const* inputs, void* const* outputs, cudaStream_t stream) const {
+        check(inputDesc && outputDesc && inputs && outputs, "null descriptors or pointers");
+        const int32_t nbIn = mNbInputs;
+        DType dt;
+        if (!toKernelType(inputDesc[0].type, dt)) fail("unsupported input type %s", typeName(inputDesc[0].type));
+        for (int32_t i = 0; i < nbIn; ++i)
+            if (inputDesc[i].type != inputDesc[0].type) fail("input %d is %s, input 0 is %s", i, typeName(inputDesc[i].type), typeName(inputDesc[0].type));
+        for (int32_t i = 0; i < nbOutputs(); ++i)
+            if (outputDesc[i].type != inputDesc[0].type) fail("output %d is %s, input 0 is %s", i, typeName(outputDesc[i].type), typeName(inputDesc[0].type));
+        std::vector<nvinfer1::Dims> dims;
+        for (int32_t i = 0; i < nbIn; ++i) dims.push_back(inputDesc[i].dims);
+        mOp.checkDims(dims.data(), nbIn);
+        int64_t rows, hidden;
+        rowsAndHidden(inputDesc[0].dims, rows, hidden);
+        if (rows == 0 || hidden == 0) return 0;
+        const auto weights = mWeights.forLaunch(); // never uploads: enqueue may be captured in a CUDA graph
+        const cudaError_t err = mOp.launch(dt, inputDesc, nbIn, *weights, inputs, outputs, stream);
+        if (err != cudaSuccess) fail("kernel launch failed: %s", cudaGetErrorString(err));
+        return 0;
+    }
+
+private:
+    Op mOp;
+    WeightsSlot mWeights;
+    int32_t mNbInputs = maxInputs(); // enqueue gets no input count: configure / onShapeChange / the blob give it
+};
+
+} // namespace trtp

@@ -1,0 +1,42 @@
+// SkipNorm: s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta); optional output s.
+// The op declaration (see adapters/op.h for what an op provides).
+#pragma once
+#include "../adapters/op.h"
+#include "../kernels/skip_norm.h"
+
+namespace trtp {
+
+class SkipNormOp {
+public:
+    static constexpr const char* kName = "SkipNorm";
+    static constexpr float kEpsilon = 1e-5f; // default
+    static const OpSchema& schema();
+
+    struct Params {
+        Norm norm = Norm::kLayer;
+        float epsilon = kEpsilon;
+        std::vector<float> gamma, beta, bias;
+        bool outputSum = false;
+    };
+    explicit SkipNormOp(Params p);
+    static SkipNormOp fromFields(const FieldParser& p);
+    void toFields(FieldWriter& w) const;
+    static SkipNormOp read(Reader& r);
+    void write(Writer& w) const;
+
+    int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
+    HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
+    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void onConfigured(DType dt, int64_t hidden);
+    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                       const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
+
+private:
+    Params mP;
+    // The kernel variant chosen when configured, for that dtype and hidden size.
+    int32_t mVariant = -1;
+    DType mVariantType = DType::kFloat32;
+    int64_t mVariantHidden = -1;
+};
+
+} // namespace trtp
