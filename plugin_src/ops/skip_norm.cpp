@@ -26,7 +26,7 @@ const OpSchema& SkipNormOp::schema() {
          {"beta", FieldKind::kWeights, false, std::nullopt, {}, ""},
          {"bias", FieldKind::kWeights, false, std::nullopt, {}, "added to the sum before normalization"},
          {"output_sum", FieldKind::kInt, false, 0.0, {}, "0 or 1: second output s"}},
-        {{"x", false, nullptr, "any rank >= 1, last dim = hidden"}, {"skip", true, nullptr, "like x"}},
+        {{"x", false, nullptr, "any rank >= 1, last dim = hidden"}, {"skip", true, nullptr, "like x, or broadcast over its leading dims"}},
         {{"y", false, nullptr, "like x"}, {"sum", false, "output_sum", "s = x + skip + bias, like x"}},
     };
     return s;
@@ -83,10 +83,18 @@ void SkipNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
     if (hidden >= 0 && hidden != static_cast<int64_t>(mP.gamma.size()))
         fail("last dim of input %s is %lld, gamma has %zu values", dimsString(x).c_str(), static_cast<long long>(hidden), mP.gamma.size());
     if (nbInputs < 2) return;
+    // skip is like x, or broadcasts over x's leading dims: its dims are a suffix of x's after leading 1s
+    // ([B, S, H] + [S, H] or [1, S, H]: embeddings + position embeddings).
     const auto& s = in[1];
-    bool same = s.nbDims == x.nbDims;
-    for (int32_t i = 0; same && i < x.nbDims; ++i) same = x.d[i] < 0 || s.d[i] < 0 || x.d[i] == s.d[i];
-    if (!same) fail("skip dims %s differ from input dims %s", dimsString(s).c_str(), dimsString(x).c_str());
+    const int32_t off = x.nbDims - s.nbDims;
+    bool ok = off >= 0 && s.nbDims >= 1;
+    for (int32_t i = 0, lead = 1; ok && i < s.nbDims; ++i) {
+        lead = lead && s.d[i] == 1 && i < s.nbDims - 1;
+        ok = lead || x.d[off + i] < 0 || s.d[i] < 0 || x.d[off + i] == s.d[i];
+    }
+    if (!ok)
+        fail("skip dims %s neither match input dims %s nor broadcast over its leading dims", dimsString(s).c_str(),
+             dimsString(x).c_str());
 }
 
 void SkipNormOp::onConfigured(DType dt, int64_t hidden) {
@@ -106,6 +114,11 @@ cudaError_t SkipNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, i
     a.y = outputs[0];
     a.sum = mP.outputSum ? outputs[1] : nullptr;
     rowsAndHidden(in[0].dims, a.rows, a.hidden);
+    if (a.skip) { // rows of a skip that broadcasts over x's leading dims (0: like x)
+        int64_t skipHidden = 0;
+        rowsAndHidden(in[1].dims, a.skipRows, skipHidden);
+        if (a.skipRows == a.rows) a.skipRows = 0;
+    }
     a.epsilon = mP.epsilon;
     a.norm = mP.norm;
     if (dt == mVariantType && a.hidden == mVariantHidden) a.variant = mVariant;
