@@ -207,7 +207,7 @@ def test_gelu_relative_error_in_the_tail(torch, record):
     torch.cuda.synchronize()
     ref = reference.bias_activation(f64(x).reshape(1, -1), None, "gelu")
     got = f64(y)
-    nz = np.abs(ref) > 1e-37  # normal FP32 range
+    nz = np.abs(ref) > 1e-30  # erfc(z) itself stays a normal FP32 number
     # exp(-z^2) magnifies the FP32 rounding of z = x / sqrt 2 (6e-8 relative) to ~1.2e-7 * z^2 relative
     bound = 2e-6 + 2.5e-7 * (f64(x).reshape(1, -1)[nz] ** 2 / 2)
     ratio = float((np.abs(got - ref)[nz] / np.abs(ref[nz]) / bound).max())
