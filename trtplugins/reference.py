@@ -15,7 +15,7 @@ import numpy as np
 
 from . import ops
 
-_erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
@@ -32,7 +32,7 @@ def activation(name: str, x: np.ndarray) -> np.ndarray:
     if name == "relu6":
         return np.clip(x, 0.0, 6.0)
     if name == "gelu":
-        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))
+        return 0.5 * x * _erfc(-x / math.sqrt(2.0)).astype(np.float64)  # 1 + erf(x) loses the tail
     if name == "gelu_tanh":
         return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3)))
     if name == "silu":
