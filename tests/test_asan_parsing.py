@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: raw CMake reads the roots from -DTRTPLUGINS_TENSORRT_ROOTS (or TENSORRT_ROOT), not from the environment
+ASAN_BUILD = ("cmake -S plugin_src -B build-asan -DTRTPLUGINS_ASAN=ON -DTRTPLUGINS_CUDA_ARCHS=90-real "
+              "-DTRTPLUGINS_TENSORRT_ROOTS='<TensorRT 10 root>;<TensorRT 11 root>' && cmake --build build-asan "
+              "--target trtplugins_trt10_harness trtplugins_trt11_harness")
 
 SCRIPT = r"""
 import sys
@@ -48,7 +52,7 @@ print("rejected", rejected)
 def test_parsing_has_no_out_of_bounds_reads(major):
     lib = ROOT / "build-asan" / f"libtrtplugins_trt{major}_harness.so"
     if not lib.is_file():
-        pytest.skip(f"{lib} not built (cmake -S plugin_src -B build-asan -DTRTPLUGINS_ASAN=ON; .ci/run does)")
+        pytest.skip(f"{lib} not built: {ASAN_BUILD} (.ci/run does)")
     asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
     if not os.path.isabs(asan):
         pytest.skip("libasan (gcc's AddressSanitizer runtime) not found")
