@@ -3,7 +3,7 @@
 Large models (weights over protobuf's 2 GiB, so stored as ONNX external data) are never loaded
 into one protobuf: load_model keeps their large tensors as external references and loads only
 the small ones the patterns read (norm weights, biases, scalars). The references point into a
-per-process workspace folder (symlinks to the user's data files, which are never written), so
+per-process workspace folder (copies of the user's data files, which are never written), so
 the graph tools, ONNX Runtime and TensorRT's parser resolve them the same way: run graph work
 inside `in_workspace()`, and hand files to runtimes with `model_file()`. save_model streams the
 large tensors into `<output>.data`, one tensor at a time.
@@ -31,6 +31,7 @@ LARGE_MODEL_BYTES = 2**31 - 2**26
 SMALL_TENSOR_BYTES = 1 << 20
 
 _workspace: Path | None = None
+_copies: dict[str, str] = {}  # user's data file -> its name in the workspace
 
 
 def opset(model: onnx.ModelProto) -> int:
@@ -96,18 +97,17 @@ def is_large(model: onnx.ModelProto) -> bool:
     return any(_external(t) for t in _tensors(model))
 
 
-def _link(base: Path, location: str) -> str:
-    """A workspace name for the user's data file base/location (a symlink, created once)."""
+def _copy_in(base: Path, location: str) -> str:
+    """The workspace name of a copy of the user's data file base/location, made once per file.
+    A copy, because onnx refuses external data behind a symbolic link or a second hard link."""
     target = (base / location).resolve()
     if not target.is_file():
         raise GraphError(f"external data {location!r} not found next to the model (looked for {target})")
-    ws = workspace()
-    for p in ws.iterdir():
-        if p.is_symlink() and Path(os.readlink(p)) == target:
-            return p.name
-    name = f"link{len(list(ws.iterdir()))}_{target.name}"
-    (ws / name).symlink_to(target)
-    return name
+    if str(target) not in _copies:
+        name = f"copy{len(_copies)}_{target.name}"
+        shutil.copyfile(target, workspace() / name)  # sendfile / copy_file_range: no pass through Python
+        _copies[str(target)] = name
+    return _copies[str(target)]
 
 
 def _load_large(path: Path, model: onnx.ModelProto) -> None:
@@ -121,7 +121,7 @@ def _load_large(path: Path, model: onnx.ModelProto) -> None:
             t.data_location = onnx.TensorProto.DEFAULT
             del t.external_data[:]
         else:
-            _set_info(t, _link(base, info["location"]), int(info.get("offset", 0)), _tensor_bytes(t))
+            _set_info(t, _copy_in(base, info["location"]), int(info.get("offset", 0)), _tensor_bytes(t))
 
 
 def load_model(path: str | Path) -> onnx.ModelProto:
