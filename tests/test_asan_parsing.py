@@ -64,3 +64,22 @@ def test_parsing_has_no_out_of_bounds_reads(major):
     assert "AddressSanitizer" not in r.stderr, r.stderr[-4000:]
     assert r.returncode == 0, r.stderr[-4000:]
     assert "rejected" in r.stdout and int(r.stdout.split()[-1]) > 300
+
+
+def test_skip_hint_configures_the_harness(tmp_path):
+    """Defect 7: the hint's CMake command must configure the harness targets (raw CMake reads the
+    roots from -DTRTPLUGINS_TENSORRT_ROOTS, not from the environment). Configured here, not built."""
+    import shutil
+
+    from test_build_example import ROOTS
+
+    if not shutil.which("cmake") or not shutil.which("nvcc"):
+        pytest.skip("cmake or nvcc not found (needed to configure the native build)")
+    cmd = ASAN_BUILD.split(" && ")[0].replace("build-asan", str(tmp_path / "b"), 1)
+    cmd = cmd.replace("<TensorRT 10 root>;<TensorRT 11 root>", ";".join(ROOTS))
+    env = {k: v for k, v in os.environ.items() if k not in ("TENSORRT_ROOT", "TRTPLUGINS_TENSORRT_ROOTS")}
+    r = subprocess.run(cmd, shell=True, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    targets = subprocess.run(["cmake", "--build", str(tmp_path / "b"), "--target", "help"], capture_output=True,
+                             text=True, timeout=60).stdout
+    assert "trtplugins_trt10_harness" in targets and "trtplugins_trt11_harness" in targets

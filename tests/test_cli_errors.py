@@ -178,3 +178,10 @@ def test_substitute_output_paths(demo, tmp_path):
                    "--report")
     one_line_error(run("substitute_plugins.py", tmp_path, "-o", tmp_path / "x.onnx"), "is a folder, not an ONNX file")
     assert digest(demo) == before and list(tmp_path.iterdir()) == []
+
+
+def test_export_demo_output_paths(tmp_path):
+    one_line_error(run("export_demo.py", "-o", tmp_path), "is a folder")
+    one_line_error(run("export_demo.py", "-o", tmp_path / "no" / "d.onnx"), "does not exist")
+    r = run("export_demo.py", "-o", tmp_path / "d.onnx")
+    assert r.returncode == 0 and onnx.load(str(tmp_path / "d.onnx")).graph.node
