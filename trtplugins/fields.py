@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import ops
-from ._lib import trt_module
+from .loader import trt_module
 
 
 def _bf16_dtype():
