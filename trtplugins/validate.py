@@ -167,7 +167,7 @@ class Result:
                          f"mean abs {o['mean_abs']:.3e}  {'PASS' if o['passed'] else 'FAIL'}")
         if not self.passed:
             lines.append("FAILED: outputs differ beyond tolerance")
-        elif not r.get("engine_compared", True):
+        elif self.no_engine:
             lines.append("NO ENGINE VALIDATED: full TensorRT (module tensorrt) is not installed, so only the CPU "
                          "plugin graph was compared (it matched); pass --target cpu to ask for that alone")
         else:
@@ -175,10 +175,15 @@ class Result:
         return "\n".join(lines)
 
     @property
+    def no_engine(self) -> bool:
+        """An engine was asked for (target auto or trt) but none was compared."""
+        return bool(self.report.get("engine_expected")) and not self.report.get("engine_compared")
+
+    @property
     def exit_code(self) -> int:
         if not self.passed:
             return 1
-        return 0 if self.report.get("engine_compared", True) else EXIT_NO_ENGINE
+        return EXIT_NO_ENGINE if self.no_engine else 0
 
 
 def validate(
@@ -279,7 +284,8 @@ def validate(
         "input_distribution": "uniform [0, 1) (Polygraphy DataLoader)",
         "outputs": outputs,
         "passed": passed,
-        "engine_compared": target == "trt" or not engine_expected,
+        "engine_compared": target == "trt",
+        "engine_expected": engine_expected,  # auto / trt: a run without an engine did not do its job
         **info,
     }
     return Result(passed, report)
