@@ -185,3 +185,12 @@ def test_export_demo_output_paths(tmp_path):
     one_line_error(run("export_demo.py", "-o", tmp_path / "no" / "d.onnx"), "does not exist")
     r = run("export_demo.py", "-o", tmp_path / "d.onnx")
     assert r.returncode == 0 and onnx.load(str(tmp_path / "d.onnx")).graph.node
+
+
+def test_zero_size_model_dim_is_refused(tmp_path):
+    """Defect 9: an input with a 0-size dim was accepted silently (taken as dynamic)."""
+    m = tmp_path / "z.onnx"
+    onnx.save(hidden_model(hidden_dim=0), m)
+    one_line_error(run("validate.py", m, "--target", "cpu"), "input 'x': dim 2 has size 0")
+    one_line_error(run("build_engine.py", m, "--backend", "rtx", "--no-substitute", "-o", tmp_path / "z.plan"),
+                   "input 'x': dim 2 has size 0")

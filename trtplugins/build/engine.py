@@ -60,6 +60,7 @@ def build(
     trt = be.trt
     if fp16 and be.strongly_typed:
         raise BuildError(f"{be.label} is strongly typed (no FP16 builder flag): build from the FP16-converted model")
+    infer_profile(onnx_inputs(model), shapes)  # bad --shapes and empty dims fail here, before the parser runs
     logger = _Logger(trt, verbose)
     logger.quiet = True
     nodes = plugin_nodes(model)

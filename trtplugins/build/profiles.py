@@ -67,7 +67,7 @@ def onnx_inputs(model) -> list[tuple[str, list]]:
             continue
         dims = []
         for d in vi.type.tensor_type.shape.dim:
-            if d.HasField("dim_value") and d.dim_value > 0:
+            if d.HasField("dim_value") and d.dim_value >= 0:  # 0: an empty dim, refused by infer_profile
                 dims.append(int(d.dim_value))
             else:
                 dims.append(d.dim_param or None)
@@ -97,6 +97,10 @@ def infer_profile(inputs: Sequence[tuple[str, Sequence]], given: Profile | None 
     notes = []
     for name, dims in inputs:
         dyn = lambda d: not isinstance(d, int) or d < 0  # noqa: E731
+        empty = [i for i, d in enumerate(dims) if isinstance(d, int) and d == 0]
+        if empty:
+            raise BuildError(f"input {name!r}: dim {empty[0]} has size 0 in the model (an empty tensor); "
+                             f"export it with a real or a dynamic size")
         if name in given:
             mn, opt, mx = given.pop(name)
             if len(mn) != len(dims):
