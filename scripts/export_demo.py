@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clean
 import onnx  # noqa: E402
 
 from trtplugins.demo import make_model  # noqa: E402
+from trtplugins.paths import output_file  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -24,8 +25,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     try:
+        output_file(a.output, "-o/--output")
         m = make_model(a.hidden, a.heads, a.ffn, a.layers, a.seed)
-    except ValueError as e:
+    except ValueError as e:  # PathError is a ValueError
         print(f"error: {e}", file=sys.stderr)
         return 2
     onnx.save(m, a.output)

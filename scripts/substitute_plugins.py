@@ -17,6 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clean clone
 
 from trtplugins.graph import GraphError, convert_fp16, load_model, substitute  # noqa: E402
+from trtplugins.graph.io import in_workspace, save_model  # noqa: E402
+from trtplugins.paths import PathError, distinct, output_file  # noqa: E402
 from trtplugins.graph.patterns import BY_NAME  # noqa: E402
 
 
@@ -32,24 +34,25 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.dry_run and args.output is None:
         ap.error("-o/--output is required unless --dry-run")
-    if args.output is not None and args.output.resolve() == args.model.resolve():
-        ap.error("refusing to overwrite the input model; choose another -o")
     try:
+        outputs = {"-o/--output": None if args.dry_run else args.output, "--report": args.report}
+        for flag, path in outputs.items():
+            if path is not None:
+                output_file(path, flag, inputs=[args.model])
+        distinct(outputs)
         model = load_model(args.model)
-        out, report = substitute(model, args.ops)
-        if args.fp16:
-            out = convert_fp16(out)
-    except GraphError as e:
+        with in_workspace(model):
+            out, report = substitute(model, args.ops)
+            if args.fp16:
+                out = convert_fp16(out)
+    except (GraphError, PathError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(report)
     if args.report:
         args.report.write_text(report.json())
     if not args.dry_run:
-        import onnx
-
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        onnx.save(out, str(args.output))
+        save_model(out, args.output)
         print(f"wrote {args.output}")
     return 0
 

@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: raw CMake reads the roots from -DTRTPLUGINS_TENSORRT_ROOTS (or TENSORRT_ROOT), not from the environment
+ASAN_BUILD = ("cmake -S plugin_src -B build-asan -DTRTPLUGINS_ASAN=ON -DTRTPLUGINS_CUDA_ARCHS=90-real "
+              "-DTRTPLUGINS_TENSORRT_ROOTS='<TensorRT 10 root>;<TensorRT 11 root>' && cmake --build build-asan "
+              "--target trtplugins_trt10_harness trtplugins_trt11_harness")
 
 SCRIPT = r"""
 import sys
@@ -52,7 +56,7 @@ print("rejected", rejected)
 def test_parsing_has_no_out_of_bounds_reads(major):
     lib = ROOT / "build-asan" / f"libtrtplugins_trt{major}_harness.so"
     if not lib.is_file():
-        pytest.skip(f"{lib} not built (cmake -S plugin_src -B build-asan -DTRTPLUGINS_ASAN=ON; .ci/run does)")
+        pytest.skip(f"{lib} not built: {ASAN_BUILD} (.ci/run does)")
     asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
     if not os.path.isabs(asan):
         pytest.skip("libasan (gcc's AddressSanitizer runtime) not found")
@@ -64,3 +68,22 @@ def test_parsing_has_no_out_of_bounds_reads(major):
     assert "AddressSanitizer" not in r.stderr, r.stderr[-4000:]
     assert r.returncode == 0, r.stderr[-4000:]
     assert "rejected" in r.stdout and int(r.stdout.split()[-1]) > 300
+
+
+def test_skip_hint_configures_the_harness(tmp_path):
+    """Defect 7: the hint's CMake command must configure the harness targets (raw CMake reads the
+    roots from -DTRTPLUGINS_TENSORRT_ROOTS, not from the environment). Configured here, not built."""
+    import shutil
+
+    from test_build_example import ROOTS
+
+    if not shutil.which("cmake") or not shutil.which("nvcc"):
+        pytest.skip("cmake or nvcc not found (needed to configure the native build)")
+    cmd = ASAN_BUILD.split(" && ")[0].replace("build-asan", str(tmp_path / "b"), 1)
+    cmd = cmd.replace("<TensorRT 10 root>;<TensorRT 11 root>", ";".join(ROOTS))
+    env = {k: v for k, v in os.environ.items() if k not in ("TENSORRT_ROOT", "TRTPLUGINS_TENSORRT_ROOTS")}
+    r = subprocess.run(cmd, shell=True, cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    targets = subprocess.run(["cmake", "--build", str(tmp_path / "b"), "--target", "help"], capture_output=True,
+                             text=True, timeout=60).stdout
+    assert "trtplugins_trt10_harness" in targets and "trtplugins_trt11_harness" in targets

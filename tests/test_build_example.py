@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ROOTS = [r for r in os.environ.get("TRTPLUGINS_TENSORRT_ROOTS", "/usr/local/TensorRT-10.16;/usr/local/TensorRT-11.1")
-         .split(";") if r]
+_SHARED = ROOT.parent / "shared" / "tensorrt-headers"  # the public headers beside a CI clone
+ROOTS = [r for r in os.environ.get("TRTPLUGINS_TENSORRT_ROOTS", f"{_SHARED}/10.16;{_SHARED}/11.1").split(";") if r]
 
 
 @pytest.mark.parametrize("trt_root", ROOTS)

@@ -190,7 +190,12 @@ def test_epsilon_and_enum_values_travel(registry):
         ("BiasActivation", dict(activation="gelu", alpha=1.0), TypeError, "unknown attribute"),
         ("BiasActivation", dict(activation="gelu", bias=np.ones((2, 2))), ValueError, "1-D"),
         ("BiasActivation", dict(activation="gelu", bias=np.array([], np.float32)), ValueError, "non-empty"),
-        ("BiasActivation", dict(activation="gelu", bias=np.array(["a"])), TypeError, "numeric"),
+        ("BiasActivation", dict(activation="gelu", bias=np.array(["a"])), TypeError, "float32, float16 or bfloat16"),
+        # issue 13 defect 9: integer weights and a bool for an int field are mistyped, not converted
+        ("SkipNorm", dict(norm="rms", gamma=np.ones(4, np.int32)), TypeError, "got dtype int32"),
+        ("SkipNorm", dict(norm="rms", gamma=np.ones(4, np.float32), output_sum=True), TypeError, "must be an int, got bool"),
+        # defect 8: a float32 underflow is named, not passed on as 0
+        ("SkipNorm", dict(norm="rms", gamma=np.ones(4, np.float32), epsilon=1e-50), ValueError, "not representable in float32"),
         ("SkipNorm", dict(norm="batch", gamma=f32(1)), ValueError, "not one of"),
         ("SkipNorm", dict(norm="layer"), ValueError, "missing required"),
         ("SkipNorm", dict(norm="layer", gamma=f32(1), epsilon="small"), TypeError, "must be a float"),

@@ -33,7 +33,7 @@ def test_no_gpu_fails_cleanly():
     pytest.importorskip("cuda.bindings", reason="cuda-python not installed")
     if _cuda_ok():
         pytest.skip("a CUDA device is present")
-    with pytest.raises(R.EngineError, match="CUDA device 0 unavailable"):
+    with pytest.raises(R.EngineError, match=r"CUDA device 0 unavailable \(no usable GPU or NVIDIA driver here\)"):
         R.Engine(b"not a plan", plugins=False)
 
 

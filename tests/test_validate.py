@@ -1,5 +1,6 @@
 """Validation: Polygraphy's ONNX Runtime runner and Comparator on real arrays, report format, exit codes."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,10 +109,11 @@ def test_inputs_match_polygraphy_cli_seed(demo, tmp_path):
 
     import shutil
 
-    if not shutil.which("polygraphy"):
-        pytest.skip("polygraphy CLI not on PATH")
+    exe = shutil.which("polygraphy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if not exe:
+        pytest.skip("polygraphy CLI not found beside python or on PATH")
     inp = tmp_path / "inputs.json"
-    r = subprocess.run(["polygraphy", "run", str(demo), "--onnxrt", "--seed", "4", "--input-shapes", "x:[2,8,64]",
+    r = subprocess.run([exe, "run", str(demo), "--onnxrt", "--seed", "4", "--input-shapes", "x:[2,8,64]",
                         "--save-inputs", str(inp)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     model = onnx.load(demo)

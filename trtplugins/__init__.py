@@ -1,7 +1,7 @@
 """trtplugins: fused CUDA kernels as TensorRT plugins, and the tools around them."""
 
 from . import ops, reference
-from ._lib import PluginLibraryError, library_path, list_plugins, load, trt_major, trt_module
+from .loader import PluginLibraryError, library_path, list_plugins, load, trt_major, trt_module
 from .fields import add_plugin, create_plugin
 
 __version__ = "0.1.0"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import ops
-from ._lib import trt_module
+from .loader import trt_module
 
 
 def _bf16_dtype():
@@ -39,17 +39,21 @@ def field_array(spec: ops.OpSpec, f: ops.Field, value: Any) -> tuple[np.ndarray,
     if f.kind == "float":
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"{where} must be a float, got {type(value).__name__}")
-        return np.array([value], dtype=np.float32), "FLOAT32"
+        with np.errstate(over="ignore", under="ignore"):
+            v32 = np.float32(value)
+        if np.isfinite(value) and (not np.isfinite(v32) or (value != 0 and v32 == 0)):  # nan/inf: the creator says
+            raise ValueError(f"{where} = {value!r} is not representable in float32 (it would become {v32})")
+        return np.array([v32], dtype=np.float32), "FLOAT32"
     if f.kind == "int":
-        if not isinstance(value, (numbers.Integral, bool)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
             raise TypeError(f"{where} must be an int, got {type(value).__name__}")
         if not np.iinfo(np.int32).min <= int(value) <= np.iinfo(np.int32).max:
             raise ValueError(f"{where} = {value} does not fit in int32")
         return np.array([int(value)], dtype=np.int32), "INT32"
     # weights
     arr = np.asarray(value)
-    if arr.dtype.kind not in "fiu" and arr.dtype != _bf16_dtype():
-        raise TypeError(f"{where} must be numeric, got dtype {arr.dtype}")
+    if arr.dtype not in (np.float32, np.float16, np.float64) and arr.dtype != _bf16_dtype():
+        raise TypeError(f"{where} must be float32, float16 or bfloat16 weights, got dtype {arr.dtype}")
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{where} must be a non-empty 1-D array, got shape {arr.shape}")
     if arr.dtype == np.float16:

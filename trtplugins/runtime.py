@@ -13,14 +13,17 @@ many threads are safe and run concurrently.
 
 from __future__ import annotations
 
-import ctypes
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-_MODULES = ("tensorrt", "tensorrt_rtx", "tensorrt_rtx_bindings", "tensorrt_lean", "tensorrt_lean_bindings")
+from . import loader
+
+#: kinds tried in order when no module is named: full TensorRT, TensorRT-RTX, the lean runtime
+_KINDS = ("tensorrt", "rtx", "lean")
 
 
 class EngineError(RuntimeError):
@@ -28,13 +31,12 @@ class EngineError(RuntimeError):
 
 
 def trt_module(name: str | None = None):
-    """The TensorRT module to run with: `name`, else the first importable of _MODULES."""
-    for n in (name,) if name else _MODULES:
-        try:
-            return __import__(n)
-        except ImportError:
-            continue
-    raise EngineError(f"no TensorRT runtime found (tried {', '.join((name,) if name else _MODULES)})")
+    """The TensorRT module to run with: `name`, else the first importable of full TensorRT,
+    TensorRT-RTX and the lean runtime."""
+    try:
+        return loader.trt_module(name) if name else loader.import_trt(_KINDS, need="Runtime")[0]
+    except loader.PluginLibraryError as e:
+        raise EngineError(f"no TensorRT runtime found: {e}") from None
 
 
 # ------------------------------------------------------------------ CUDA backends
@@ -62,7 +64,7 @@ class _CudaPython:
         try:
             self._ok(self.rt.cudaSetDevice(self.device))
         except EngineError as e:
-            raise EngineError(f"CUDA device {self.device} unavailable: {e}") from None
+            raise EngineError(f"CUDA device {self.device} unavailable (no usable GPU or NVIDIA driver here): {e}") from None
 
     def stream(self):
         return self._ok(self.rt.cudaStreamCreate())
@@ -148,26 +150,22 @@ _BACKENDS = {"cuda-python": _CudaPython, "pycuda": _PyCuda}
 
 
 def load_plugins(trt, plugins) -> str | None:
-    """plugins: None -> trtplugins.load(registry) (skipped with a None result if the
-    native library is not installed); False -> nothing; a path -> that library
-    (*autoreg* via dlopen, others via registry.load_library)."""
+    """plugins: None -> the default library for trt's major (trtplugins.load(); skipped with a
+    None result if it is not built); False -> nothing; a path -> that library (*autoreg* via
+    dlopen, others via registry.load_library)."""
     if plugins is False:
         return None
-    reg = trt.get_plugin_registry()
-    if plugins is None:
-        try:
-            from . import load
-        except ImportError:
-            return None
-        return str(load(registry=reg))
-    p = Path(plugins)
-    if not p.is_file():
-        raise EngineError(f"plugin library {p}: no such file")
-    if "autoreg" in p.name:
-        ctypes.CDLL(str(p.resolve()), mode=ctypes.RTLD_GLOBAL)
-    elif reg.load_library(str(p.resolve())) is None:
-        raise EngineError(f"TensorRT refused plugin library {p} (needs getCreators + setLoggerFinder)")
-    return str(p)
+    try:
+        if plugins is None:
+            try:
+                loader.library_path(loader.trt_major(trt))
+            except loader.PluginLibraryError:
+                if os.environ.get(loader.LIBRARY_ENV):
+                    raise
+                return None
+        return str(loader.load(trt.get_plugin_registry(), plugins, mod=trt))
+    except loader.PluginLibraryError as e:
+        raise EngineError(str(e)) from None
 
 
 class _Slot:

@@ -14,6 +14,7 @@ import onnx
 from onnx import numpy_helper
 
 from .. import ops, reference
+from .io import tensor_array
 
 
 def _is_plugin(node: onnx.NodeProto) -> bool:
@@ -96,7 +97,7 @@ class Evaluator:
         env = dict(feeds)
         for index, (kind, item) in enumerate(self.steps):
             if kind == "plugin":
-                inputs = [env[i] if i in env else numpy_helper.to_array(self.weights[i]) for i in item.input]
+                inputs = [env[i] if i in env else tensor_array(self.weights[i]) for i in item.input]
                 for name, value in zip(item.output, reference.run(item.op_type, inputs, plugin_attrs(item))):
                     env[name] = value
                 continue

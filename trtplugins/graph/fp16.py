@@ -42,7 +42,10 @@ def _half(values: np.ndarray) -> np.ndarray:
 
 
 def _half_tensor(t: TensorProto, name: str) -> TensorProto:
-    return numpy_helper.from_array(_half(numpy_helper.to_array(t)), name)
+    from .io import offload, tensor_array
+
+    half = numpy_helper.from_array(_half(tensor_array(t)), name)
+    return offload(half) if t.data_location == TensorProto.EXTERNAL else half  # a large model stays small
 
 
 def _fp16_slots(node: onnx.NodeProto, opset: int) -> tuple[set[int], set[int]] | None:

@@ -1,0 +1,85 @@
+"""trtplugins.loader: the one place that finds TensorRT, names and loads the libraries
+(real lean runtime, real built libraries), and `python -m trtplugins`."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trtplugins import loader
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _main(env_extra):
+    env = dict(os.environ, **env_extra)
+    return subprocess.run([sys.executable, "-m", "trtplugins"], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=120)
+
+
+def test_library_names_and_majors():
+    assert loader.library_name(11) == "libtrtplugins_trt11.so"
+    assert loader.library_name(10, "autoreg") == "libtrtplugins_trt10_autoreg.so"
+    assert loader.major_of(Path("/x/libtrtplugins_trt10_autoreg.so")) == 10
+    with pytest.raises(ValueError, match="variant"):
+        loader.library_name(11, "static")
+
+
+def test_env_library_that_does_not_exist_is_an_error(monkeypatch):
+    """Defect 6: TRTPLUGINS_LIBRARY=/nonexistent.so was ignored and the default library loaded."""
+    monkeypatch.setenv(loader.LIBRARY_ENV, "/nonexistent.so")
+    with pytest.raises(loader.PluginLibraryError, match="TRTPLUGINS_LIBRARY=/nonexistent.so: no such file"):
+        loader.library_path(11)
+
+
+def test_file_that_is_not_a_library(tmp_path):
+    """Defect 6: a non-library file said 'see the TensorRT log above' with nothing above."""
+    text = tmp_path / "libtrtplugins_trt11.so"
+    text.write_text("not a library")
+    with pytest.raises(loader.PluginLibraryError, match="not a shared library"):
+        loader.check_library_file(text)
+    with pytest.raises(loader.PluginLibraryError, match="is a folder"):
+        loader.check_library_file(tmp_path)
+
+
+def test_python_m_trtplugins_reports_and_fails_with_the_reason(tmp_path):
+    built, _ = loader.find_library("libtrtplugins_trt11.so")
+    if built is None:
+        pytest.skip("libtrtplugins_trt11.so not built (needs nvcc and TensorRT 11 headers)")
+    r = _main({})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "built plugin libraries: " in r.stdout and "libtrtplugins_trt11.so" in r.stdout
+    assert "BiasActivation v1" in r.stdout and r.stdout.strip().endswith("OK")
+    r = _main({loader.LIBRARY_ENV: "/nonexistent.so"})
+    assert r.returncode == 1 and "FAILED: load: TRTPLUGINS_LIBRARY=/nonexistent.so: no such file" in r.stdout
+    junk = tmp_path / "x.so"
+    junk.write_text("x")
+    r = _main({loader.LIBRARY_ENV: str(junk)})
+    assert r.returncode == 1 and "not a shared library" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_the_wrong_major_is_refused_by_name():
+    built, _ = loader.find_library("libtrtplugins_trt10.so")
+    if built is None:
+        pytest.skip("libtrtplugins_trt10.so not built (needs nvcc and TensorRT 10 headers)")
+    mod = loader.trt_module()
+    if loader.trt_major(mod) == 10:
+        built, _ = loader.find_library("libtrtplugins_trt11.so")
+    with pytest.raises(loader.PluginLibraryError, match="is built for TensorRT .* load libtrtplugins_trt"):
+        loader.load(path=built, mod=mod)
+
+
+def test_tensorrt_is_imported_in_one_place():
+    """Issue 10 item 5: module discovery, library naming and loading live in loader.py only."""
+    pkg = ROOT / "trtplugins"
+    offenders = []
+    for p in pkg.rglob("*.py"):
+        if p.name == "loader.py":
+            continue
+        text = p.read_text()
+        if re.search(r"import_module\(|__import__\(|ctypes\.CDLL\(|\.load_library\(|libtrtplugins_trt\{", text):
+            offenders.append(str(p.relative_to(ROOT)))
+    # kernels.py loads the bare kernel library (no TensorRT) through loader.find_library
+    assert sorted(offenders) in ([], ["trtplugins/kernels.py"]), offenders
