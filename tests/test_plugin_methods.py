@@ -101,6 +101,21 @@ def test_configure_with_bad_shapes_logs_and_lives(h, capfd):
     assert "skip dims" in capfd.readouterr().err
 
 
+def test_skip_may_broadcast_over_leading_dims(h, capfd):
+    """[B, S, H] + [S, H] or [1, S, H] (embeddings + position embeddings) is accepted; a skip that
+    broadcasts anywhere else is refused with the dims named."""
+    x = (2, 5, 16)
+    for skip in [(5, 16), (1, 5, 16), (1, 1, 16), (16,), (-1, 5, 16)]:
+        p = norm(h, output_sum=1)
+        assert p.output_dims(0, [x, skip]) == x and p.output_dims(1, [x, skip]) == x
+        p.configure([FLOAT] * 4, [x, skip, x, x], 2)
+        assert "skip dims" not in capfd.readouterr().err, skip
+    for skip in [(2, 1, 16), (3, 16), (2, 2, 5, 16), (5, 8)]:
+        p = norm(h)
+        p.configure([FLOAT] * 3, [x, skip, x], 2)
+        assert "skip dims" in capfd.readouterr().err, skip
+
+
 def test_harness_creation_matches_registry_fields(h):
     """The harness creates through the same creator list the registry gets."""
     assert h.create("BiasActivation", [("activation", PF_CHAR, np.frombuffer(b"hard_swish\0", np.int8))]) is not None

@@ -222,7 +222,8 @@ bool feasible(int32_t v, int es, int64_t hidden) {
 }
 
 // The variant for (element size, hidden, 16-byte packs fit), from the H200 sweep of every variant
-// (bench_kernels.py --sweep; RESULTS.md, History): a warp per row up to 3 packs per lane; then a block
+// (bench_kernels.py --sweep; RESULTS.md, History): a warp per row up to 3 packs per lane (1 for BF16,
+// whose conversions cost registers: a 32-thread block of 3 packs measured faster at 768); then a block
 // with 2 (FP16), 4 (BF16: its conversions cost more registers) or 3-8 (FP32) packs per thread; past
 // 8192 16-bit elements, and for rows that take no 16-byte packs, the long-row path (re-reads from L2)
 // beat every register path. A variant the rule lands on that cannot run gives way to the long-row path.
@@ -235,7 +236,7 @@ int32_t choose(int es, int64_t hidden, bool vec, bool bf16) {
         return i;
     };
     int32_t v = encode(vec, false, kLong);
-    if (packs <= 32 * 3) v = encode(vec, true, idx(int(ceilDiv(packs, 32))));
+    if (packs <= 32 * (bf16 && vec ? 1 : 3)) v = encode(vec, true, idx(int(ceilDiv(packs, 32))));
     else if (!vec || (es == 2 && hidden > 8192)) return v;
     else if (es == 2) v = encode(true, false, idx(bf16 ? 4 : 2));
     else v = encode(true, false, idx(hidden <= 3072 ? 3 : 8));

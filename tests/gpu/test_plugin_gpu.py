@@ -100,6 +100,29 @@ def test_skip_norm_plugin(h, torch, record, dtype, norm, with_skip, output_sum, 
            dtype, shape, err, err / TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", list(TRT_TYPE))
+def test_skip_norm_plugin_broadcast_skip(h, torch, record, dtype):
+    """x [3, 7, 64] + skip [7, 64]: the enqueue reads the skip's own descriptor."""
+    x, skip = tensor(torch, (3, 7, 64), dtype, 11, 2.0), tensor(torch, (7, 64), dtype, 12)
+    gamma = np.linspace(0.5, 1.5, 64).astype(np.float32)
+    p = h.create_from("SkipNorm", norm="layer", gamma=gamma, epsilon=1e-5, output_sum=1)
+    y, s = (torch.full_like(x, float("nan")) for _ in range(2))
+    types, shapes = [TRT_TYPE[dtype]] * 4, [(3, 7, 64), (7, 64), (3, 7, 64), (3, 7, 64)]
+    assert p.configure(types, [(-1, 7, 64), (7, 64), (-1, 7, 64), (-1, 7, 64)], 2) == 0
+    assert p.initialize() == 0
+    assert p.shape_change(types, shapes, 2) == 0
+    rc = p.enqueue(types, shapes, [x.data_ptr(), skip.data_ptr()], [y.data_ptr(), s.data_ptr()],
+                   torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    assert rc == 0
+    by, bs = kernels.skip_norm(x, skip, gamma=torch.from_numpy(gamma).cuda(), norm="layer", epsilon=1e-5, output_sum=True)
+    assert torch.equal(y, by) and torch.equal(s, bs), "plugin enqueue and bare kernel differ"
+    ry, rs = reference.skip_norm(as_np(x), np.broadcast_to(as_np(skip), x.shape), gamma=gamma, norm="layer",
+                                 epsilon=1e-5, output_sum=True)
+    err = max(check_close(as_np(y), ry, dtype), check_close(as_np(s), rs, dtype))
+    record("plugin:SkipNorm", f"trt{h.major}-v{h.api}:layer+broadcast skip+sum", dtype, (3, 7, 64), err, err / TOL[dtype])
+
+
 def test_deserialized_and_cloned_plugins_compute_the_same(h, torch):
     gamma = np.linspace(0.5, 1.5, 1024).astype(np.float32)
     p = h.create_from("SkipNorm", norm="rms", gamma=gamma, epsilon=1e-6)
