@@ -14,9 +14,9 @@ import onnx_graphsurgeon as gs
 from .. import ops as plugin_ops
 from . import shapes as shape_info
 from .errors import GraphError
-from .io import check_supported
 from .match import Ctx, Skip
 from .patterns import Match, select
+from .repair import repaired
 
 
 @dataclass
@@ -25,6 +25,7 @@ class Report:
     nodes_after: int = 0
     replaced: list[dict] = field(default_factory=list)  # one per plugin node written
     left: list[dict] = field(default_factory=list)  # candidates not replaced, with the reason
+    notes: list[str] = field(default_factory=list)  # what was changed to make the model checkable
 
     def counts(self) -> dict[str, dict]:
         """Per pattern: plugin, matches replaced, original nodes removed, variants."""
@@ -47,10 +48,11 @@ class Report:
             "patterns": self.counts(),
             "replaced": self.replaced,
             "left": self.left,
+            "notes": self.notes,
         }
 
     def __str__(self) -> str:
-        lines = [f"nodes: {self.nodes_before} -> {self.nodes_after}"]
+        lines = [f"note: {n}" for n in self.notes] + [f"nodes: {self.nodes_before} -> {self.nodes_after}"]
         for name, c in self.counts().items():
             variants = ", ".join(f"{k} x{n}" for k, n in sorted(c["variants"].items()))
             lines.append(f"  {name:<14} -> {c['plugin']:<15} {c['matches']:>3} matches, {c['nodes_removed']:>4} nodes removed  ({variants})")
@@ -131,7 +133,7 @@ def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[on
 
     ops: None for the default policy, else pattern names / plugin names / "default" / "all"
     (see patterns.select); a pattern named explicitly is replaced wherever it matches."""
-    check_supported(model)
+    model, notes = repaired(model)
     try:
         selection = select(ops)
     except ValueError as e:
@@ -140,7 +142,7 @@ def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[on
     work.CopyFrom(model)  # onnx-graphsurgeon keeps references into the proto it imports
     ctx = Ctx(gs.import_onnx(work), shape_info.infer(model))
     graph = ctx.graph
-    report = Report(nodes_before=len(model.graph.node))
+    report = Report(nodes_before=len(model.graph.node), notes=notes)
     claimed: set[int] = set()
     matches: list[Match] = []
     for pattern, forced in selection:
