@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import linecache
+import math
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +25,24 @@ class Skip(Exception):
         self.reason, self.guard = reason, guard
 
 
-def need(cond: Any, reason: str = "structure", guard: bool = False) -> None:
+def need(cond: Any, reason: str = "", guard: bool = False) -> None:
+    """Skip unless cond. Without a reason, the failed condition is named by where it is
+    written: the pattern's line (and the helper's line when a helper failed)."""
     if not cond:
-        raise Skip(reason, guard)
+        raise Skip(reason or _where(), guard)
+
+
+def _where() -> str:
+    here, lines, frame = __file__, [], sys._getframe(2)
+    while frame is not None and len(lines) < 2:
+        code = frame.f_code
+        if code.co_filename != here or not lines:
+            text = linecache.getline(code.co_filename, frame.f_lineno).strip()
+            lines.append(f"{os.path.basename(code.co_filename)}:{frame.f_lineno} `{text}`")
+        if code.co_filename != here:
+            break
+        frame = frame.f_back
+    return "no match at " + " via ".join(reversed(lines))
 
 
 def guard(cond: Any, reason: str) -> None:
@@ -39,8 +58,16 @@ def producer_op(t: gs.Tensor, *ops: str) -> gs.Node | None:
     return p if p is not None and p.op in ops else None
 
 
+#: elementwise ops folded when all their inputs are constant (Div(x, Sqrt(2)) as tf2onnx writes it)
+_FOLD = {
+    "Sqrt": np.sqrt, "Reciprocal": np.reciprocal, "Neg": np.negative, "Add": np.add, "Sub": np.subtract,
+    "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
+}
+
+
 def const(t: gs.Tensor) -> np.ndarray | None:
-    """Value of an initializer, a Constant node output, or an Identity of one; else None."""
+    """Value of an initializer, a Constant node output, an Identity or Cast of one, or a
+    small elementwise expression of constants; else None."""
     if isinstance(t, gs.Constant):
         return np.asarray(t.values)
     p = producer(t)
@@ -53,6 +80,15 @@ def const(t: gs.Tensor) -> np.ndarray | None:
             if key in p.attrs:
                 v = p.attrs[key]
                 return np.asarray(v.values if isinstance(v, gs.Constant) else v)
+        return None
+    if p.op == "Cast" and p.attrs.get("to") in FLOAT_TYPES:
+        v = const(p.inputs[0])
+        return None if v is None else v.astype(onnx.helper.tensor_dtype_to_np_dtype(p.attrs["to"]))
+    if p.op in _FOLD and p.inputs and all(i.name for i in p.inputs):
+        vals = [const(i) for i in p.inputs]
+        if all(v is not None and v.dtype.kind == "f" and v.size <= 1 for v in vals):
+            with np.errstate(all="ignore"):
+                return np.asarray(_FOLD[p.op](*vals))
     return None
 
 
@@ -63,6 +99,17 @@ def scalar(t: gs.Tensor) -> float | None:
 
 def close(value: float | None, target: float, rtol: float = 1e-6) -> bool:
     return value is not None and abs(value - target) <= rtol * abs(target)
+
+
+#: a constant written with 6 significant digits (Megatron's x / 1.41421) is the constant
+ROUNDED = 1e-5
+
+
+def tolerance(dtype: int | None) -> float:
+    """Relative deviation a constant of the given ONNX type may carry: what its type can
+    hold (FP16 sqrt 2 is 1.41406), and never less than 6 significant digits."""
+    eps = {onnx.TensorProto.FLOAT16: 2.0**-10, onnx.TensorProto.BFLOAT16: 2.0**-7}.get(dtype, 0.0)
+    return max(eps, ROUNDED)
 
 
 def others(node: gs.Node, t: gs.Tensor) -> gs.Tensor:
@@ -97,9 +144,20 @@ class Ctx:
     graph: gs.Graph
     shapes: dict[str, tuple[int, list]]  # name -> (elem_type, dims: int | str | None each)
     outputs: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)  # deviations accepted by the match in progress
 
     def __post_init__(self):
         self.outputs = {t.name for t in self.graph.outputs}
+
+    def near(self, value: float | None, target: float, dtype: int | None, what: str) -> bool:
+        """value equals target up to what a constant of dtype holds; a deviation over
+        1e-6 is accepted, noted for the report."""
+        if value is None or not math.isfinite(value):
+            return False
+        dev = abs(value - target) / abs(target)
+        if dev > 1e-6 and dev <= tolerance(dtype):
+            self.notes.append(f"{what} is {value:.8g}, {target:.8g} within {dev:.2g} (relative)")
+        return dev <= tolerance(dtype)
 
     def dims(self, t: gs.Tensor) -> list | None:
         info = self.shapes.get(t.name)
@@ -136,6 +194,36 @@ class Ctx:
             t, p = src, producer(src)
         return t
 
+    def other(self, node: gs.Node, t: gs.Tensor) -> gs.Tensor:
+        """The other input of a binary node reading t (seen through no-op Casts)."""
+        need(len(node.inputs) == 2, f"{node.op} has {len(node.inputs)} inputs")
+        a, b = node.inputs
+        if self.source(a) is self.source(t):
+            return b
+        need(self.source(b) is self.source(t), f"{node.op} does not read {t.name!r}")
+        return a
+
+    def uses(self, t: gs.Tensor) -> list[gs.Node]:
+        """Every node reading t, seen through no-op Casts/Identity (not the glue itself)."""
+        out = []
+        for c in t.outputs:
+            if c.op in ("Identity", "Cast") and c.outputs and self.source(c.outputs[0]) is self.source(t):
+                out += self.uses(c.outputs[0])
+            else:
+                out.append(c)
+        return out
+
+    def same(self, a: gs.Tensor, b: gs.Tensor, depth: int = 3) -> bool:
+        """a and b hold one value: one source, or one op with the same attributes on the same
+        inputs (x - mean written twice, Megatron)."""
+        a, b = self.source(a), self.source(b)
+        if a is b:
+            return True
+        pa, pb = producer(a), producer(b)
+        return (depth > 0 and pa is not None and pb is not None and pa.op == pb.op and pa.op != "Constant"
+                and pa.attrs == pb.attrs and len(pa.inputs) == len(pb.inputs) and len(pa.outputs) == 1
+                and all(self.same(x, y, depth - 1) for x, y in zip(pa.inputs, pb.inputs)))
+
     def consumer(self, t: gs.Tensor, *ops: str) -> gs.Node:
         """The single consumer of t, of one of ops, seen through no-op Casts/Identity."""
         need(t.name not in self.outputs and len(t.outputs) == 1)
@@ -150,7 +238,7 @@ class Ctx:
         """A constant [hidden] (or [1, .., hidden]) weight as a 1-D float32 array."""
         v = t if isinstance(t, np.ndarray) else const(t)
         guard(v is not None, f"{what} is not a constant")
-        guard(v.size == hidden and v.shape[-1] == hidden, f"{what} has shape {list(v.shape)}, hidden size is {hidden}")
+        guard(v.size == hidden and (v.ndim == 0 or v.shape[-1] == hidden), f"{what} has shape {list(v.shape)}, hidden size is {hidden}")
         guard(v.dtype.kind == "f", f"{what} has dtype {v.dtype}")
         return v.reshape(-1).astype(np.float32)
 
@@ -162,11 +250,13 @@ def reduce_last_axis(node: gs.Node, ctx: Ctx) -> bool:
     axes = node.attrs.get("axes")
     if axes is None and len(node.inputs) > 1:
         axes = const(node.inputs[1])
-    rank = ctx.rank(node.inputs[0])
-    if axes is None or rank is None:
+    if axes is None:
         return False
-    axes = [int(a) % rank for a in np.asarray(axes).reshape(-1)]
-    return axes == [rank - 1]
+    axes = [int(a) for a in np.asarray(axes).reshape(-1)]
+    if axes == [-1]:  # the last axis, whatever the rank (shape inference may give none)
+        return True
+    rank = ctx.rank(node.inputs[0])
+    return rank is not None and [a % rank for a in axes] == [rank - 1]
 
 
 def product(ctx: Ctx, start: gs.Tensor, x: gs.Tensor, scale: float) -> tuple[gs.Tensor, list[gs.Node]]:
@@ -204,22 +294,28 @@ def product(ctx: Ctx, start: gs.Tensor, x: gs.Tensor, scale: float) -> tuple[gs.
     return cur, nodes
 
 
-def inv_std(ctx: Ctx, var: gs.Tensor, num: gs.Tensor) -> tuple[gs.Tensor, list[gs.Node], float]:
-    """From a variance tensor: num / Sqrt(var + eps), or num * Reciprocal(Sqrt(..)),
-    or num * (1 / Sqrt(..)) (torch.rsqrt). Returns (normalized tensor, nodes, eps)."""
+def rsqrt(ctx: Ctx, var: gs.Tensor) -> tuple[gs.Node, list[gs.Node], float]:
+    """From a variance tensor: the node computing Sqrt(var + eps) (Div) or 1 / Sqrt(var + eps)
+    (Reciprocal, or Div(1, ..)), the nodes so far, eps."""
     e = ctx.consumer(var, "Add")
-    eps = scalar(others(e, var))
-    need(eps is not None)
+    eps = scalar(ctx.other(e, var))
+    need(eps is not None, "variance + a non-constant")
     sq = ctx.consumer(e.outputs[0], "Sqrt")
     r = ctx.consumer(sq.outputs[0], "Div", "Reciprocal")
-    nodes = [e, sq, r]
-    num = ctx.source(num)
-    if r.op == "Div" and ctx.source(r.inputs[0]) is num:
+    return r, [e, sq, r], eps
+
+
+def inv_std(ctx: Ctx, var: gs.Tensor, nums: list[gs.Tensor]) -> tuple[gs.Tensor, list[gs.Node], float]:
+    """From a variance tensor: num / Sqrt(var + eps), or num * Reciprocal(Sqrt(..)),
+    or num * (1 / Sqrt(..)) (torch.rsqrt), num any of nums (one value written more than
+    once counts as one). Returns (normalized tensor, nodes, eps)."""
+    r, nodes, eps = rsqrt(ctx, var)
+    if r.op == "Div" and ctx.source(r.inputs[1]) is ctx.source(nodes[1].outputs[0]) and any(ctx.same(r.inputs[0], n) for n in nums):
         return r.outputs[0], nodes, eps
     if r.op == "Div":
-        need(close(scalar(r.inputs[0]), 1.0))
+        need(close(scalar(r.inputs[0]), 1.0), "Sqrt divides something other than the centred value or 1")
     mul = ctx.consumer(r.outputs[0], "Mul")
-    need(ctx.source(others(mul, r.outputs[0])) is num)
+    need(any(ctx.same(ctx.other(mul, r.outputs[0]), n) for n in nums), "1 / Sqrt multiplies something other than the centred value")
     return mul.outputs[0], nodes + [mul], eps
 
 
@@ -231,3 +327,53 @@ def affine(ctx: Ctx, t: gs.Tensor, op: str) -> tuple[gs.Tensor, gs.Node] | None:
         return None
     other = others(n, n.inputs[0] if ctx.source(n.inputs[0]) is ctx.source(t) else n.inputs[1])
     return (other, n) if const(other) is not None else None
+
+
+_POLY_OPS = ("Mul", "Div", "Add", "Sub", "Pow", "Neg")
+
+
+def polynomial(ctx: Ctx, t: gs.Tensor, degree: int = 3) -> tuple[gs.Tensor, list[gs.Node], np.ndarray]:
+    """t as a polynomial in one tensor x, written with Mul/Div/Add/Sub/Pow/Neg and scalar
+    constants in any association (k*(x + c*x**3), k*x*(1 + c*x*x), x/sqrt(2), ...).
+    Intermediate values have one consumer; x is the first value with more (it is also used
+    outside). Returns (x, nodes, coefficients a0..a_degree)."""
+    nodes: list[gs.Node] = []
+    var: list[gs.Tensor] = []
+
+    def walk(u: gs.Tensor) -> np.ndarray:
+        c = const(u)
+        if c is not None:
+            need(c.size == 1 and c.dtype.kind == "f", "a constant in the polynomial is not a scalar")
+            return np.array([float(c.reshape(-1)[0])])
+        src = ctx.source(u)
+        p = producer(src)
+        if p is None or p.op not in _POLY_OPS or len(ctx.uses(src)) != 1 or src.name in ctx.outputs:
+            var.append(src)
+            need(ctx.source(var[0]) is src, "the polynomial has two variables")
+            return np.array([0.0, 1.0])
+        nodes.append(p)
+        need(len(nodes) <= 10, "polynomial too large")
+        if p.op == "Neg":
+            return -walk(p.inputs[0])
+        if p.op == "Pow":
+            n = const(p.inputs[1])
+            need(n is not None and n.size == 1 and float(n.reshape(-1)[0]) in (1.0, 2.0, 3.0), "Pow exponent is not 1, 2 or 3")
+            base = walk(p.inputs[0])
+            out = np.array([1.0])
+            for _ in range(int(n.reshape(-1)[0])):
+                out = np.polynomial.polynomial.polymul(out, base)
+            return out
+        a = walk(p.inputs[0])
+        if p.op == "Div":
+            d = const(p.inputs[1])
+            need(d is not None and d.size == 1 and float(d.reshape(-1)[0]) != 0, "divisor is not a non-zero constant")
+            return a / float(d.reshape(-1)[0])
+        b = walk(p.inputs[1])
+        f = {"Mul": np.polynomial.polynomial.polymul, "Add": np.polynomial.polynomial.polyadd,
+             "Sub": np.polynomial.polynomial.polysub}[p.op]
+        return f(a, b)
+
+    coeffs = walk(t)
+    need(var, "the polynomial has no variable")
+    need(len(coeffs) <= degree + 1, f"polynomial of degree {len(coeffs) - 1} > {degree}")
+    return var[0], nodes, np.pad(coeffs, (0, degree + 1 - len(coeffs)))

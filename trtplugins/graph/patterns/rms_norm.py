@@ -18,7 +18,7 @@ class RmsNorm(NormPattern):
             need(ctx.source(sq.inputs[1]) is x)
         var = ctx.consumer(sq.outputs[0], "ReduceMean")
         need(reduce_last_axis(var, ctx))
-        y, tail, eps = inv_std(ctx, var.outputs[0], x)
+        y, tail, eps = inv_std(ctx, var.outputs[0], [x])
         nodes = [sq, var] + tail
         gamma = affine(ctx, y, "Mul")
         if gamma:
