@@ -63,7 +63,9 @@ def run(model, ops=None, replaced=1):
 
 
 def bias_act(g, build):
-    mm = g.op("MatMul", "x", g.c(RNG.standard_normal((H, H)) / 4))
+    """build(x + bias), x a scaled input: not a MatMul, whose epilogue TensorRT fuses the
+    activation into (that policy is tested apart)."""
+    mm = g.op("Mul", "x", g.c(RNG.standard_normal(H)))
     b = g.c(RNG.standard_normal(H))
     return build(g.op("Add", b, mm))
 
@@ -89,7 +91,7 @@ def test_gelu_erf_forms(const_nodes, div, order):
     out, _ = run(g.model(y))
     (node,) = plugin_nodes(out)
     assert plugin_attrs(node)["activation"] == "gelu" and plugin_attrs(node)["bias"].shape == (H,)
-    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["MatMul", "BiasActivation"]
+    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["Mul", "BiasActivation"]
 
 
 def test_gelu_guard_wrong_constant():
@@ -199,7 +201,7 @@ def test_hard_swish_forms(form):
 
     out, _ = run(g.model(bias_act(g, hs)))
     assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "hard_swish"
-    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["MatMul", "BiasActivation"]
+    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["Mul", "BiasActivation"]
 
 
 def test_hard_sigmoid_guard_default_alpha():
@@ -299,13 +301,31 @@ def test_skip_layer_norm(bias, keep_sum):
     assert len(node.output) == 1 + keep_sum
 
 
-def test_skip_broadcast_add_is_not_a_skip():
+@pytest.mark.parametrize("shape,folded", [
+    ([1, 5, H], True), ([5, H], True), ([1, 1, H], True),  # leading-dim broadcasts: the plugin repeats skip rows
+    (["batch", 1, H], False),  # broadcast over a middle dim: not a skip the plugin takes
+], ids=["1-S-H", "S-H", "1-1-H", "B-1-H"])
+def test_skip_broadcast_over_leading_dims(shape, folded):
+    """Embeddings + position embeddings (ViT, CLIP, Whisper): [B,S,H] + [1,S,H] or [S,H]."""
     g = G()
     (y,) = residual(g, lambda s: layer_norm(g, s), broadcast=True)
-    model = g.model(y, inputs=("x", "p"), shapes={"p": [1, "seq", H]})
-    out, report = substitute(model)
+    model = g.model(y, inputs=("x", "p"), shapes={"x": ["batch", 5, H], "p": shape})
+    out, report = run(model)
     (node,) = plugin_nodes(out)
-    assert len(node.input) == 1 and report.replaced[0]["variant"] == "layer+no-skip(broadcast Add)"
+    if folded:  # x (full shape) first, the broadcast skip second
+        assert list(node.input)[1] == "p" and report.replaced[0]["variant"] == "layer+skip(broadcast)+bias"
+    else:
+        assert len(node.input) == 1 and report.replaced[0]["variant"] == "layer+no-skip(broadcast Add)"
+
+
+def test_skip_broadcast_constant_position_embedding():
+    """ViT: the position embedding is an initializer [1, S, H]; a constant of one row stays a bias."""
+    g = G()
+    pos = g.c(RNG.standard_normal((1, 5, H)))
+    y = layer_norm(g, g.op("Add", "x", pos))
+    out, report = run(g.model(y, inputs=("x",), shapes={"x": ["batch", 5, H]}), replaced=1)
+    assert report.replaced[0]["variant"] == "layer+skip(broadcast)"
+    assert plugin_nodes(out)[0].input[1] == pos
 
 
 @pytest.mark.parametrize("form", ["div", "reciprocal", "one-div"])

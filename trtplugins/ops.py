@@ -42,6 +42,9 @@ class OpSpec:
     max_inputs: int
     doc: str = ""
     version: str = VERSION
+    #: I/O tensor types the plugin takes (supportsFormatCombination); the graph tools
+    #: write no plugin node on any other type
+    types: tuple[str, ...] = ("float32", "float16", "bfloat16")
 
     def field(self, name: str) -> Field:
         for f in self.fields:
