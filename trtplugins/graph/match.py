@@ -112,13 +112,6 @@ def tolerance(dtype: int | None) -> float:
     return max(eps, ROUNDED)
 
 
-def others(node: gs.Node, t: gs.Tensor) -> gs.Tensor:
-    """The other input of a binary node that has t as one input (t again for t*t)."""
-    a, b = node.inputs[0], node.inputs[1]
-    need(a is t or b is t)
-    return b if a is t else a
-
-
 def split_const(node: gs.Node) -> tuple[gs.Tensor, np.ndarray] | None:
     """(variable input, constant value) of a binary node with exactly one constant input."""
     if len(node.inputs) != 2:
@@ -167,9 +160,22 @@ class Ctx:
         info = self.shapes.get(t.name)
         return None if info is None else info[0]
 
-    def hidden(self, t: gs.Tensor) -> int | None:
+    def hidden(self, t: gs.Tensor, depth: int = 4) -> int | None:
+        """t's last dim; where shape inference gave none, what broadcasting proves: a MatMul
+        by a constant [K, N] ends in N, an elementwise op in an operand's last dim > 1."""
         d = self.dims(t)
-        return d[-1] if d and isinstance(d[-1], int) and d[-1] > 0 else None
+        if d:
+            return d[-1] if isinstance(d[-1], int) and d[-1] > 0 else None
+        p = producer(t)
+        if d is not None or p is None or depth == 0:
+            return None
+        if p.op == "MatMul":
+            w = const(p.inputs[1])
+            return w.shape[-1] if w is not None and w.ndim >= 2 else None
+        if p.op in ("Add", "Sub", "Mul", "Div", "Cast", "Identity"):
+            known = {self.hidden(i, depth - 1) for i in p.inputs if i.name and const(i) is None} - {None, 1}
+            return known.pop() if len(known) == 1 else None
+        return None
 
     def rank(self, t: gs.Tensor) -> int | None:
         d = self.dims(t)
@@ -271,10 +277,10 @@ def product(ctx: Ctx, start: gs.Tensor, x: gs.Tensor, scale: float) -> tuple[gs.
         except Skip:
             guard(not has_x, f"product scale is {factor:.6g}, expected {scale:.6g}")
             raise
-        other = others(n, cur)
+        other = ctx.other(n, cur)
         c = scalar(other)
         if n.op == "Div":
-            need(n.inputs[0] is cur and c is not None and c != 0)
+            need(other is n.inputs[1] and c is not None and c != 0)
             factor /= c
         elif c is not None:
             factor *= c
@@ -325,7 +331,7 @@ def affine(ctx: Ctx, t: gs.Tensor, op: str) -> tuple[gs.Tensor, gs.Node] | None:
         n = ctx.consumer(t, op)
     except Skip:
         return None
-    other = others(n, n.inputs[0] if ctx.source(n.inputs[0]) is ctx.source(t) else n.inputs[1])
+    other = ctx.other(n, t)
     return (other, n) if const(other) is not None else None
 
 

@@ -148,8 +148,9 @@ class NormPattern(Pattern):
                     m.parts.append("skip(broadcast)")
                     break
         else:
-            if not any(const(t) is not None for t in add.inputs):
-                m.parts.append("no-skip(broadcast Add)")  # the skip broadcasts in a way the plugin cannot take
+            if not any(const(t) is not None for t in add.inputs):  # a broadcast the plugin cannot take, or unknown shapes
+                known = all(ctx.dims(t) is not None for t in add.inputs)
+                m.parts.append("no-skip(broadcast Add)" if known else "no-skip(shapes unknown)")
             return
         m.nodes = [add] + m.nodes
         m.inputs = [x, skip]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 
-from ..match import guard, need, others, polynomial, product, scalar
+from ..match import guard, need, polynomial, product, scalar
 from .base import ActivationPattern
 
 
 def _gelu_tail(ctx, fn, x) -> tuple:
     """0.5 * x * (1 + fn(..)) around fn's output, in any order: (y, nodes)."""
     one = ctx.consumer(fn.outputs[0], "Add")
-    other = others(one, fn.outputs[0])
+    other = ctx.other(one, fn.outputs[0])
     guard(ctx.near(scalar(other), 1.0, ctx.dtype(x), "the constant added to " + fn.op), f"{fn.op} is not followed by + 1")
     y, climbed = product(ctx, one.outputs[0], x, 0.5)
     return y, [one] + climbed
