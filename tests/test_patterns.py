@@ -25,10 +25,10 @@ class G:
     def __init__(self, opset=17, const_nodes=False):
         self.nodes, self.inits, self.opset, self.const_nodes, self.k = [], [], opset, const_nodes, 0
 
-    def c(self, value):
+    def c(self, value, dtype=None):
         self.k += 1
         name = f"c{self.k}"
-        arr = np.asarray(value, np.float32 if np.asarray(value).dtype.kind == "f" else np.int64)
+        arr = np.asarray(value, dtype or (np.float32 if np.asarray(value).dtype.kind == "f" else np.int64))
         if self.const_nodes:
             self.nodes.append(h.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name)))
         else:
@@ -41,13 +41,18 @@ class G:
         self.nodes.append(h.make_node(op, list(inputs), [out], name=f"n{self.k}", **attrs))
         return out
 
-    def model(self, *outputs, inputs=("x",), shapes=None):
+    def model(self, *outputs, inputs=("x",), shapes=None, elem=T.FLOAT, out_shape=("batch", "seq", H), check=True):
+        """shapes: input name -> dims, or (elem type, dims); elem: the other inputs' and the outputs' type."""
         shapes = shapes or {}
-        outs = [h.make_tensor_value_info(o, T.FLOAT, ["batch", "seq", H]) for o in outputs]
-        ins = [h.make_tensor_value_info(i, T.FLOAT, shapes.get(i, ["batch", "seq", H])) for i in inputs]
+        outs = [h.make_tensor_value_info(o, elem, out_shape) for o in outputs]
+        ins = []
+        for i in inputs:
+            dims = shapes.get(i, ["batch", "seq", H])
+            ins.append(h.make_tensor_value_info(i, *(dims if isinstance(dims, tuple) else (elem, dims))))
         g = h.make_graph(self.nodes, "g", ins, outs, self.inits)
         m = h.make_model(g, opset_imports=[h.make_opsetid("", self.opset)])
-        onnx.checker.check_model(m, full_check=True)
+        if check:
+            onnx.checker.check_model(m, full_check=True)
         return m
 
 

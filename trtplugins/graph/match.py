@@ -26,23 +26,27 @@ class Skip(Exception):
 
 
 def need(cond: Any, reason: str = "", guard: bool = False) -> None:
-    """Skip unless cond. Without a reason, the failed condition is named by where it is
-    written: the pattern's line (and the helper's line when a helper failed)."""
+    """Skip unless cond. A structural miss is reported with where it happened: the
+    pattern's line (with its code), and the helper's line when a helper failed."""
     if not cond:
-        raise Skip(reason or _where(), guard)
+        raise Skip(reason if guard else _where(reason), guard)
 
 
-def _where() -> str:
-    here, lines, frame = __file__, [], sys._getframe(2)
-    while frame is not None and len(lines) < 2:
-        code = frame.f_code
-        if code.co_filename != here or not lines:
-            text = linecache.getline(code.co_filename, frame.f_lineno).strip()
-            lines.append(f"{os.path.basename(code.co_filename)}:{frame.f_lineno} `{text}`")
-        if code.co_filename != here:
-            break
+def _where(reason: str) -> str:
+    frame = sys._getframe(2)
+    helper = None
+    while frame is not None and frame.f_code.co_filename == __file__:
+        helper = helper or frame.f_lineno
         frame = frame.f_back
-    return "no match at " + " via ".join(reversed(lines))
+    if frame is None:
+        return reason or "no match"
+    at = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    if helper is not None:
+        at += f" `{code}` via {os.path.basename(__file__)}:{helper}"
+    elif not reason:
+        at += f" `{code}`"
+    return f"{reason} ({at})" if reason else f"no match at {at}"
 
 
 def guard(cond: Any, reason: str) -> None:
@@ -108,7 +112,7 @@ ROUNDED = 1e-5
 def tolerance(dtype: int | None) -> float:
     """Relative deviation a constant of the given ONNX type may carry: what its type can
     hold (FP16 sqrt 2 is 1.41406), and never less than 6 significant digits."""
-    eps = {onnx.TensorProto.FLOAT16: 2.0**-10, onnx.TensorProto.BFLOAT16: 2.0**-7}.get(dtype, 0.0)
+    eps = {onnx.TensorProto.FLOAT16: 2.0**-11, onnx.TensorProto.BFLOAT16: 2.0**-8}.get(dtype, 0.0)  # half an ulp
     return max(eps, ROUNDED)
 
 
@@ -138,6 +142,7 @@ class Ctx:
     shapes: dict[str, tuple[int, list]]  # name -> (elem_type, dims: int | str | None each)
     outputs: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)  # deviations accepted by the match in progress
+    claimed: set[int] = field(default_factory=set)  # ids of nodes already in an accepted match
 
     def __post_init__(self):
         self.outputs = {t.name for t in self.graph.outputs}
@@ -186,9 +191,15 @@ class Ctx:
         return da is not None and da == db and all(isinstance(d, int) or d for d in da)
 
     def private(self, t: gs.Tensor, nodes: list[gs.Node]) -> bool:
-        """t is used only by nodes (and is no graph output)."""
+        """t is used only by nodes (directly or through no-op Casts/Identity), and is no graph output."""
         ids = {id(n) for n in nodes}
-        return t.name not in self.outputs and all(id(c) in ids for c in t.outputs)
+        return t.name not in self.outputs and all(
+            id(c) in ids or (self.glue(c) and self.private(c.outputs[0], nodes)) for c in t.outputs)
+
+    def glue(self, n: gs.Node) -> bool:
+        """n is an Identity or a Cast to the type it reads: no work."""
+        return (n.op in ("Identity", "Cast") and len(n.outputs) == 1 and bool(n.inputs)
+                and self.source(n.outputs[0]) is self.source(n.inputs[0]))
 
     def source(self, t: gs.Tensor) -> gs.Tensor:
         """t seen through Identity and Casts that keep the dtype (LLaMA's .to(float32))."""
@@ -213,7 +224,7 @@ class Ctx:
         """Every node reading t, seen through no-op Casts/Identity (not the glue itself)."""
         out = []
         for c in t.outputs:
-            if c.op in ("Identity", "Cast") and c.outputs and self.source(c.outputs[0]) is self.source(t):
+            if self.glue(c):
                 out += self.uses(c.outputs[0])
             else:
                 out.append(c)
@@ -232,11 +243,11 @@ class Ctx:
 
     def consumer(self, t: gs.Tensor, *ops: str) -> gs.Node:
         """The single consumer of t, of one of ops, seen through no-op Casts/Identity."""
-        need(t.name not in self.outputs and len(t.outputs) == 1)
+        need(t.name not in self.outputs and len(t.outputs) == 1, f"{t.name!r} has {len(t.outputs)} consumers or is a graph output")
         c = t.outputs[0]
-        if c.op in ("Identity", "Cast") and self.source(c.outputs[0]) is self.source(t):
+        if self.glue(c):
             return self.consumer(c.outputs[0], *ops)
-        need(c.op in ops)
+        need(c.op in ops, f"{t.name!r} goes to {c.op}, not {'/'.join(ops)}")
         return c
 
     @staticmethod

@@ -122,6 +122,18 @@ def repaired(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
             raise GraphError(f"LayerNormalization at opset {version} (an op since opset 17): converting the model to "
                              f"opset 17 failed: {checker_message(e)}") from None
         notes.append(f"converted opset {version} -> {target} with onnx.version_converter ({why})")
+    bare = [o for o in out.graph.output if not o.type.tensor_type.HasField("shape")]
+    if bare:  # ONNX Runtime runs graph outputs declared without a shape; the checker wants one
+        try:
+            known = {v.name: v for v in onnx.shape_inference.infer_shapes(out).graph.value_info}
+        except Exception:
+            known = {}
+        filled = [o.name for o in bare if o.name in known and known[o.name].type.tensor_type.HasField("shape")]
+        for o in bare:
+            if o.name in filled:
+                o.type.CopyFrom(known[o.name].type)
+        if filled:
+            notes.append(f"gave graph outputs {filled} the shape inference found (declared without one)")
     check_supported(out)
     try:
         onnx.checker.check_model(out)

@@ -72,10 +72,6 @@ class Report:
 EPILOGUE_OPS = ("MatMul", "Gemm", "Conv", "ConvTranspose")
 
 
-def _is_glue(n: gs.Node, ctx: Ctx) -> bool:
-    return n.op == "Identity" or (n.op == "Cast" and bool(n.outputs) and ctx.source(n.outputs[0]) is ctx.source(n.inputs[0]))
-
-
 def policy(m: Match, ctx: Ctx) -> str | None:
     """Why the default policy leaves a match, or None to replace it."""
     p = m.pattern
@@ -88,7 +84,7 @@ def policy(m: Match, ctx: Ctx) -> str | None:
                     f"(ask with --ops {p.name} or --ops all)")
         if p.native and "bias" not in m.attrs:
             return f"lone {p.activation} after {src}: TensorRT fuses it natively (ask with --ops {p.name})"
-    real = [n for n in m.nodes if not _is_glue(n, ctx)]  # Identity/no-op Casts are no work saved
+    real = [n for n in m.nodes if not ctx.glue(n)]  # Identity/no-op Casts are no work saved
     if len(real) < 2:
         return f"single {real[0].op} op: TensorRT runs it natively (ask with --ops {p.name})"
     return None
@@ -135,10 +131,10 @@ def _absorb_glue(m: Match, ctx: Ctx) -> None:
         grown = False
         for t in [t for n in m.nodes for t in n.outputs] + [t for n in m.nodes for t in n.inputs]:
             for glue in list(t.outputs) + list(t.inputs):
-                if id(glue) in ids or glue.op not in ("Cast", "Identity") or not glue.outputs or glue.outputs[0] in m.inputs:
+                if id(glue) in ids or not ctx.glue(glue) or glue.outputs[0] in m.inputs:
                     continue
-                src, out = glue.inputs[0], glue.outputs[0]
-                if ctx.source(out) is ctx.source(src) and ctx.private(out, m.nodes) and out.outputs:
+                out = glue.outputs[0]
+                if ctx.private(out, m.nodes) and out.outputs:
                     m.nodes.append(glue)
                     ids.add(id(glue))
                     grown = True
@@ -196,7 +192,7 @@ def substitute(model: onnx.ModelProto, ops: str | list[str] | None = None) -> tu
     ctx = Ctx(gs.import_onnx(work), shape_info.infer(model))
     graph = ctx.graph
     report = Report(nodes_before=len(model.graph.node), notes=notes)
-    claimed: set[int] = set()
+    claimed = ctx.claimed
     matches: list[Match] = []
     tried: dict[tuple[int, str], str] = {}  # (anchor, pattern) -> first condition that failed
     reported: set[int] = set()

@@ -70,7 +70,7 @@ class ActivationPattern(Pattern):
         m = Match(self, node, nodes, [x], [y], {"activation": self.activation_of(node)})
         add = producer_op(x, "Add")
         hidden = ctx.hidden(x)
-        if add is not None and ctx.private(x, nodes):
+        if add is not None and ctx.private(x, nodes) and id(add) not in ctx.claimed:  # not a norm's beta
             var_bias = split_const(add)
             if var_bias and hidden and var_bias[1].size == hidden and ctx.same_shape(var_bias[0], x):
                 m.attrs["bias"] = ctx.vector(var_bias[1], hidden, "bias")
