@@ -323,6 +323,20 @@ def test_skip_broadcast_over_leading_dims(shape, folded):
         assert len(node.input) == 1 and report.replaced[0]["variant"] == "layer+no-skip(broadcast Add)"
 
 
+def test_reference_broadcast_skip():
+    """The plugin's contract: row r of x takes skip row r % skip_rows; the sum has x's shape."""
+    from trtplugins import reference
+
+    x, skip = RNG.standard_normal((2, 3, H)).astype(np.float32), RNG.standard_normal((3, H)).astype(np.float32)
+    kw = {"gamma": RNG.standard_normal(H), "output_sum": True}
+    for s in (skip, skip[None]):
+        y, total = reference.skip_norm(x, s, **kw)
+        y_full, total_full = reference.skip_norm(x, np.broadcast_to(skip, x.shape), **kw)
+        assert total.shape == x.shape and np.array_equal(y, y_full) and np.array_equal(total, total_full)
+    with pytest.raises(ValueError, match="nor repeats over its rows"):
+        reference.skip_norm(x, skip[:2], **kw)
+
+
 def test_skip_broadcast_constant_position_embedding():
     """ViT: the position embedding is an initializer [1, S, H]; a constant of one row stays a bias."""
     g = G()
@@ -371,3 +385,80 @@ def test_intermediate_used_outside():
 def test_unknown_op_name():
     with pytest.raises(ValueError, match="unknown pattern or plugin 'gelu7'"):
         substitute(G().model("x"), ["gelu7"])
+
+
+# --- issue 13: policy and crash regressions ------------------------------------------------
+
+def test_ops_as_a_string():
+    """Item 10: substitute(m, "all") is substitute(m, ["all"]), not the letters a, l, l."""
+    g = G()
+    m = g.model(gelu_erf(g, g.op("MatMul", "x", g.c(RNG.standard_normal((H, H))))))
+    a, ra = substitute(m, "all")
+    b, rb = substitute(m, ["all"])
+    assert len(ra.replaced) == 1 and a.SerializeToString() == b.SerializeToString()
+
+
+@pytest.mark.parametrize("ops", [None, "all"])
+@pytest.mark.parametrize("conv", [False, True], ids=["input", "after-conv"])
+def test_scalar_add_before_activation_on_last_dim_1(ops, conv):
+    """Item 12: the SE-gate hard-sigmoid relu6(x + 3) / 6 on [N, C, 1, 1]: a 0-d constant
+    added to a tensor whose last dim is 1 is a bias of one value, never an IndexError."""
+    g = G()
+    x = g.op("Conv", "x", g.c(RNG.standard_normal((4, 4, 1, 1)))) if conv else "x"
+    y = g.op("Div", g.op("Clip", g.op("Add", x, g.c(np.float32(3.0))), g.c(0.0), g.c(6.0)), g.c(6.0))
+    m = g.model(y, shapes={"x": ["batch", 4, 1, 1]}, out_shape=["batch", 4, 1, 1])
+    fused_here = ops == "all" or not conv  # after a Conv: the Conv epilogue's by default
+    out, report = run(m, ops, replaced=int(fused_here))
+    if fused_here:
+        assert plugin_attrs(plugin_nodes(out)[0])["bias"].tolist() == [3.0]
+    else:
+        assert report.left[0]["reason"].startswith("bias+relu6 after Conv: TensorRT fuses it into the Conv epilogue")
+
+
+@pytest.mark.parametrize("identity", [False, True])
+def test_lone_layer_norm_policy_ignores_identity(identity):
+    """Item 13: a lone LayerNormalization is left to TensorRT whether or not its gamma/beta
+    come through Identity nodes (TorchScript writes them for equal parameters)."""
+    g = G()
+    gamma, beta = g.c(np.ones(H)), g.c(np.zeros(H))
+    if identity:
+        gamma, beta = g.op("Identity", gamma), g.op("Identity", beta)
+    m = g.model(g.op("LayerNormalization", "x", gamma, beta))
+    _, report = run(m, replaced=0)
+    assert report.left[0]["reason"] == "single LayerNormalization op: TensorRT runs it natively (ask with --ops layer_norm_op)"
+    run(m, ["layer_norm_op"])
+
+
+@pytest.mark.parametrize("producer", ["MatMul", "Gemm", "Conv", "LayerNorm"])
+def test_gemm_epilogue_policy(producer):
+    """Item 14: by default an activation straight after MatMul/Gemm/Conv (through its bias
+    Add) is left to TensorRT's epilogue fusion, with the reason; --ops fuses it; activations
+    elsewhere (after a norm) stay fused by default."""
+    g = G()
+    shape, shapes = ["batch", "seq", H], SHAPES
+    if producer == "Conv":  # YOLOv8 / EfficientNet: Conv (bias inside) -> SiLU
+        x = g.op("Conv", "x", g.c(RNG.standard_normal((4, 4, 1, 1)) / 4), g.c(RNG.standard_normal(4)))
+        shape, shapes = ["batch", 4, "h", "w"], [(2, 3, 5), (1, 2, 2)]
+    elif producer == "Gemm":
+        x = g.op("Gemm", "x", g.c(RNG.standard_normal((H, H)) / 4))
+        shape, shapes = ["batch", H], [(2,), (3,)]
+    elif producer == "MatMul":
+        x = g.op("MatMul", "x", g.c(RNG.standard_normal((H, H)) / 4))
+    else:
+        x = layer_norm(g, "x", beta=False)
+    if producer != "Conv":
+        x = g.op("Add", x, g.c(RNG.standard_normal(H)))
+    m = g.model(g.op("Mul", g.op("Sigmoid", x), x), shapes={"x": shape}, out_shape=shape)
+    if producer == "LayerNorm":
+        out, _ = run(m, replaced=2)
+        assert sorted(n.op_type for n in plugin_nodes(out)) == ["BiasActivation", "SkipNorm"]
+        return
+    _, report = run(m, replaced=0)
+    what = "silu" if producer == "Conv" else "bias+silu"
+    assert [r["reason"] for r in report.left] == [
+        f"{what} after {producer}: TensorRT fuses it into the {producer} epilogue (ask with --ops silu or --ops all)"]
+    for ops in (["silu"], "all"):
+        out, _ = substitute(m, ops)
+        (node,) = plugin_nodes(out)
+        assert plugin_attrs(node)["activation"] == "silu" and ("bias" in plugin_attrs(node)) == (producer != "Conv")
+        compare(m, out, shapes)
