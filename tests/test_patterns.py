@@ -333,7 +333,7 @@ def test_reference_broadcast_skip():
         y, total = reference.skip_norm(x, s, **kw)
         y_full, total_full = reference.skip_norm(x, np.broadcast_to(skip, x.shape), **kw)
         assert total.shape == x.shape and np.array_equal(y, y_full) and np.array_equal(total, total_full)
-    with pytest.raises(ValueError, match="nor repeats over its rows"):
+    with pytest.raises(ValueError, match="nor broadcasts over its leading dims"):
         reference.skip_norm(x, skip[:2], **kw)
 
 

@@ -87,9 +87,10 @@ def skip_norm(
     s = x.astype(np.float64)
     if skip is not None:
         skip = np.asarray(skip)
-        rows = skip.size // hidden if hidden else 0
-        if skip.shape[-1:] != x.shape[-1:] or rows == 0 or (x.size // hidden) % rows:
-            raise ValueError(f"skip shape {skip.shape} neither is input shape {x.shape} nor repeats over its rows")
+        core = skip.shape[next((i for i, d in enumerate(skip.shape) if d != 1), skip.ndim):]
+        if skip.ndim > x.ndim or not core or core != x.shape[x.ndim - len(core):]:
+            raise ValueError(f"skip shape {skip.shape} neither is input shape {x.shape} nor broadcasts over its leading dims")
+        rows = skip.size // hidden
         flat = _f64(skip).reshape(rows, hidden)
         s = (s.reshape(-1, rows, hidden) + flat).reshape(x.shape)
     if bias is not None:
