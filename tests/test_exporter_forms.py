@@ -211,6 +211,19 @@ def test_float64_layer_norm_between_casts():
     assert report.replaced[0]["nodes"] == ["n1", "n4", "n5"]
 
 
+def test_fp16_layer_norm_with_float64_variance():
+    """Phi-3.5 vision FP16 export: mean and x - mean in FP16, then Cast(fp64) -> Pow ->
+    mean -> Sqrt -> Div in float64, Cast(fp16) -> gamma, beta: one SkipNorm on FP16."""
+    g = G()
+    mean = g.op("ReduceMean", "x", axes=[-1])
+    d = g.op("Cast", g.op("Sub", "x", mean), to=T.DOUBLE)
+    var = g.op("ReduceMean", g.op("Pow", d, g.c(2.0, np.float64)), axes=[-1])
+    y = g.op("Cast", g.op("Div", d, g.op("Sqrt", g.op("Add", var, g.c(1e-5, np.float64)))), to=T.FLOAT16)
+    y = g.op("Add", g.op("Mul", y, g.c(vec(), np.float16)), g.c(vec(), np.float16))
+    out, report = fused(g.model(y, elem=T.FLOAT16), tol=1e-2)
+    assert [n.op_type for n in out.graph.node] == ["SkipNorm"] and report.replaced[0]["pattern"] == "layer_norm"
+
+
 def test_no_plugin_node_on_double():
     """A norm that stays in float64 is left, with the reason: SkipNorm takes FP32/FP16/BF16."""
     g = G()

@@ -220,6 +220,20 @@ class Ctx:
         need(self.source(b) is self.source(t), f"{node.op} does not read {t.name!r}")
         return a
 
+    def widened(self, t: gs.Tensor) -> list[gs.Tensor]:
+        """t and its exact copies in wider float types (Cast fp16 -> fp32/fp64, fp32 -> fp64)."""
+        width = {onnx.TensorProto.FLOAT16: 1, onnx.TensorProto.BFLOAT16: 1, onnx.TensorProto.FLOAT: 2, onnx.TensorProto.DOUBLE: 3}
+        have = width.get(self.dtype(t), 9)
+        return [t] + [c.outputs[0] for c in self.uses(t) if c.op == "Cast" and width.get(c.attrs.get("to"), 0) > have]
+
+    def narrowed(self, y: gs.Tensor, like: gs.Tensor, nodes: list[gs.Node]) -> tuple[gs.Tensor, list[gs.Node]]:
+        """y cast back to like's type where it was computed wider (the Cast joins nodes)."""
+        if self.dtype(y) is None or self.dtype(y) == self.dtype(like):
+            return y, nodes
+        c = self.consumer(y, "Cast")
+        need(c.attrs.get("to") == self.dtype(like), "the wide result is not cast back to the input type")
+        return c.outputs[0], nodes + [c]
+
     def uses(self, t: gs.Tensor) -> list[gs.Node]:
         """Every node reading t, seen through no-op Casts/Identity (not the glue itself)."""
         out = []

@@ -65,14 +65,16 @@ class LayerNorm(NormPattern):
         m = mean.outputs[0]
         subs = [n for n in ctx.uses(m) if n.op == "Sub" and ctx.source(n.inputs[0]) is x and ctx.source(n.inputs[1]) is ctx.source(m)]
         need(subs, "the mean is not subtracted from its input")
-        centred = [n.outputs[0] for n in subs]
+        # x - mean, and its exact copies in a wider type (FP16 Phi-3.5 vision: the variance in float64)
+        centred = [w for n in subs for w in ctx.widened(n.outputs[0])]
         sq = next((n for d in centred for n in ctx.uses(d) if _square_of(ctx, n, centred)), None)
         need(sq is not None, "x - mean is not squared")
         if sq.op == "Pow":
             guard(close(scalar(sq.inputs[1]), 2.0), f"variance uses Pow exponent {scalar(sq.inputs[1])}")
         var = ctx.consumer(sq.outputs[0], "ReduceMean")
         guard(reduce_last_axis(var, ctx), "variance is not a mean over the last axis with keepdims")
-        nodes = [mean, *subs, sq, var]
+        casts = [t.inputs[0] for t in centred if all(t.inputs[0] is not n for n in subs)]
+        nodes = [mean, *subs, *casts, sq, var]
         try:
             y, tail, eps = inv_std(ctx, var.outputs[0], centred)
         except Skip as first:
@@ -81,7 +83,7 @@ class LayerNorm(NormPattern):
             except Skip:
                 raise first from None
             return x, y, nodes + tail, gamma, beta, eps
-        nodes += tail
+        y, nodes = ctx.narrowed(y, x, nodes + tail)
         gamma = affine(ctx, y, "Mul")
         if gamma:
             y = gamma[1].outputs[0]
