@@ -81,7 +81,10 @@ def tf_gelu(g, x, divisor):
 def test_gelu_divided_by_a_sqrt_node():
     g = G(opset=13)
     x = dense(g, "x", reshape=True)
-    out, report = fused(g.model(tf_gelu(g, x, g.op("Sqrt", g.c(2.0)))))
+    m = g.model(tf_gelu(g, x, g.op("Sqrt", g.c(2.0))))
+    _, report = fused(m, replaced=0)  # MatMul -> Reshape -> bias: still the GEMM's epilogue
+    assert report.left[0]["reason"].startswith("bias+gelu after MatMul: TensorRT fuses it into the MatMul epilogue")
+    out, report = fused(m, "all")
     assert only_plugins(out) == ["BiasActivation"] and plugin_attrs(plugin_nodes(out)[0])["activation"] == "gelu"
     assert "notes" not in report.replaced[0]  # Sqrt(2) folds to sqrt 2 exactly
 

@@ -70,6 +70,8 @@ class Report:
 
 #: TensorRT fuses a bias + activation into the epilogue of these (issue 13 item 14)
 EPILOGUE_OPS = ("MatMul", "Gemm", "Conv", "ConvTranspose")
+#: moves no data: a GEMM seen through them still feeds the activation
+RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 
 
 def policy(m: Match, ctx: Ctx) -> str | None:
@@ -77,6 +79,8 @@ def policy(m: Match, ctx: Ctx) -> str | None:
     p = m.pattern
     if p.plugin == plugin_ops.BIAS_ACTIVATION:
         feed = producer(ctx.source(m.inputs[0]))
+        while feed is not None and feed.op in RESHAPES:  # tf2onnx's Tensordot: MatMul -> Reshape -> bias
+            feed = producer(ctx.source(feed.inputs[0]))
         src = feed.op if feed is not None else "graph input"
         if src in EPILOGUE_OPS:
             what = f"bias+{m.attrs['activation']}" if "bias" in m.attrs else m.attrs["activation"]
