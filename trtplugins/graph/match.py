@@ -134,6 +134,16 @@ def split_scalar(node: gs.Node) -> tuple[gs.Tensor, float]:
     return pair[0], float(pair[1].reshape(-1)[0])
 
 
+def _same_attrs(a: dict, b: dict) -> bool:
+    def value(v):
+        return np.asarray(v.values if isinstance(v, gs.Constant) else v)
+
+    try:
+        return a.keys() == b.keys() and all(np.array_equal(value(a[k]), value(b[k])) for k in a)
+    except Exception:  # attributes numpy cannot compare (subgraphs): not the same
+        return False
+
+
 @dataclass
 class Ctx:
     """A graph being matched, with tensor shapes/dtypes from shape inference."""
@@ -252,7 +262,7 @@ class Ctx:
             return True
         pa, pb = producer(a), producer(b)
         return (depth > 0 and pa is not None and pb is not None and pa.op == pb.op and pa.op != "Constant"
-                and pa.attrs == pb.attrs and len(pa.inputs) == len(pb.inputs) and len(pa.outputs) == 1
+                and _same_attrs(pa.attrs, pb.attrs) and len(pa.inputs) == len(pb.inputs) and len(pa.outputs) == 1
                 and all(self.same(x, y, depth - 1) for x, y in zip(pa.inputs, pb.inputs)))
 
     def consumer(self, t: gs.Tensor, *ops: str) -> gs.Node:

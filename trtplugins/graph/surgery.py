@@ -62,6 +62,8 @@ class Report:
             lines.append("  no pattern replaced")
         for reason, n in Counter(f"{r['pattern']}: {r['reason']}" for r in self.left).items():
             lines.append(f"  left {n:>3} x {reason}")
+        if self.candidates:
+            lines.append(f"  {self.candidates} norm/GELU candidates, each replaced or left above")
         return "\n".join(lines)
 
     def json(self) -> str:
@@ -99,9 +101,8 @@ def _unsupported_type(m: Match, ctx: Ctx) -> None:
     spec = plugin_ops.spec(m.pattern.plugin)
     for t in list(m.inputs) + list(m.outputs):
         elem = ctx.dtype(t)
-        name = onnx.helper.tensor_dtype_to_np_dtype(elem).name if elem else "unknown"
-        if elem == onnx.TensorProto.BFLOAT16:
-            name = "bfloat16"
+        name = "unknown" if not elem else "bfloat16" if elem == onnx.TensorProto.BFLOAT16 else \
+            onnx.helper.tensor_dtype_to_np_dtype(elem).name
         if name not in spec.types:
             raise Skip(f"{t.name!r} is {name}: {spec.name} takes {'/'.join(spec.types)}")
 
