@@ -240,16 +240,24 @@ def test_no_plugin_node_on_double():
 
 # --- form 9: GELU whose bias sits in a Gemm (GPT-2 Conv1D) -----------------------------------
 
-def test_gelu_bias_inside_gemm():
+@pytest.mark.parametrize("view", [False, True], ids=["gemm", "gemm-view"])
+def test_gelu_bias_inside_gemm(view):
+    """GPT-2 Conv1D: addmm(b, x.view(-1, nx), W) then .view(*x.size()[:-1], nf), the shape a
+    Concat of the leading dims and nf; the Gemm's beta scales its bias."""
     g = G()
-    x = g.op("Gemm", "x", g.c(RNG.standard_normal((H, H)) / 4), g.c(vec()), beta=0.5)
-    m = g.model(cube_gelu(g, x), shapes={"x": ["rows", H]}, out_shape=["rows", H])
-    _, report = fused(m, replaced=0, shapes=[(3,), (5,)])
+    rows = g.op("Reshape", "x", g.c(np.array([-1, H], np.int64))) if view else "x"
+    x = g.op("Gemm", rows, g.c(RNG.standard_normal((H, H)) / 4), g.c(vec()), beta=0.5)
+    if view:
+        lead = g.op("Slice", g.op("Shape", "x"), g.c(np.array([0], np.int64)), g.c(np.array([-1], np.int64)))
+        x = g.op("Reshape", x, g.op("Concat", lead, g.c(np.array([H], np.int64)), axis=0))
+    shape, shapes = (["batch", "seq", H], SHAPES) if view else (["rows", H], [(3,), (5,)])
+    m = g.model(cube_gelu(g, x), shapes={"x": shape}, out_shape=shape)
+    _, report = fused(m, replaced=0, shapes=shapes)
     assert "bias+gelu_tanh after Gemm: TensorRT fuses it into the Gemm epilogue" in report.left[0]["reason"]
-    out, report = fused(m, "all", shapes=[(3,), (5,)])
+    out, report = fused(m, "all", shapes=shapes)
     assert report.replaced[0]["variant"] == "gelu_tanh+bias(Gemm)"
-    gemm, act = [n for n in out.graph.node if n.op_type != "Constant"]
-    assert gemm.op_type == "Gemm" and len(gemm.input) == 2 and "bias" in plugin_attrs(act)
+    (gemm,) = [n for n in out.graph.node if n.op_type == "Gemm"]
+    assert len(gemm.input) == 2 and "bias" in plugin_attrs(plugin_nodes(out)[0])
 
 
 # --- models ONNX Runtime runs that the checker refuses ---------------------------------------

@@ -184,9 +184,16 @@ class Ctx:
         p = producer(t)
         if d is not None or p is None or depth == 0:
             return None
-        if p.op == "MatMul":
+        if p.op in ("MatMul", "Gemm") and not p.attrs.get("transB"):
             w = const(p.inputs[1])
             return w.shape[-1] if w is not None and w.ndim >= 2 else None
+        if p.op == "Gather" and int(p.attrs.get("axis", 0)) == 0:  # an embedding table [V, H]
+            table = const(p.inputs[0])
+            return table.shape[-1] if table is not None and table.ndim >= 2 else None
+        if p.op == "Reshape":  # GPT-2 Conv1D: x.view(*x.size()[:-1], nf), the shape a Concat ending in nf
+            cat = producer_op(p.inputs[1], "Concat")
+            last = const(cat.inputs[-1]) if cat is not None else const(p.inputs[1])
+            return int(last.reshape(-1)[-1]) if last is not None and last.size and last.reshape(-1)[-1] > 0 else None
         if p.op in ("Add", "Sub", "Mul", "Div", "Cast", "Identity"):
             known = {self.hidden(i, depth - 1) for i in p.inputs if i.name and const(i) is None} - {None, 1}
             return known.pop() if len(known) == 1 else None

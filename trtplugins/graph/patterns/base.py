@@ -76,8 +76,11 @@ class ActivationPattern(Pattern):
                 m.attrs["bias"] = ctx.vector(var_bias[1], hidden, "bias")
                 m.inputs, m.nodes = [var_bias[0]], [add] + nodes
                 m.parts.append("bias")
-        gemm = producer_op(x, "Gemm")
-        if gemm is not None and hidden and len(gemm.inputs) == 3 and ctx.private(x, nodes):
+        src, view = x, producer_op(x, "Reshape")  # GPT-2 Conv1D: addmm, then a view keeping the last dim
+        if view is not None and ctx.private(x, nodes) and ctx.private(view.inputs[0], [view]):
+            src = view.inputs[0]
+        gemm = producer_op(src, "Gemm")
+        if gemm is not None and hidden and len(gemm.inputs) == 3 and ctx.private(x, nodes) and ctx.hidden(src) == hidden:
             c = const(gemm.inputs[2])  # GPT-2's Conv1D: the bias inside the Gemm
             if c is not None and c.size == hidden and c.dtype.kind == "f":
                 m.attrs["bias"] = ctx.vector(c * float(gemm.attrs.get("beta", 1.0)), hidden, "bias")
