@@ -293,6 +293,16 @@ def test_models_onnx_runtime_runs(tmp_path, case, opset, note):
         compare(m, out, SHAPES)
 
 
+def test_output_declared_without_shape():
+    """ONNX Runtime runs a graph output declared without a shape; shape inference gives it one."""
+    g = G()
+    m = g.model(layer_norm(g, g.op("Add", "x", "r")), inputs=("x", "r"), check=False)
+    m.graph.output[0].type.tensor_type.ClearField("shape")
+    out, report = fused(m)
+    assert report.notes == [f"gave graph outputs ['{m.graph.output[0].name}'] the shape inference found (declared without one)"]
+    assert out.graph.output[0].type.tensor_type.HasField("shape")
+
+
 def test_invalid_model_names_the_node(tmp_path):
     g = G()
     g.nodes.append(h.make_node("Add", ["x", "x", "x"], ["y"], name="bad_add"))

@@ -91,21 +91,28 @@ def checker_message(e: Exception) -> str:
 
 
 def repaired(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
-    """(a checked copy of model, notes on what was changed). GraphError when the model
-    cannot be used: the checker's own message, naming the node."""
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    notes: list[str] = []
+    """(model checked, or a repaired copy of it; notes on what was changed). GraphError
+    when the model cannot be used: the checker's own message, naming the node. model is
+    never modified (and copied only when something changes: models can be large)."""
+    out, notes = model, []
+
+    def own() -> onnx.ModelProto:
+        nonlocal out
+        if out is model:
+            out = onnx.ModelProto()
+            out.CopyFrom(model)
+        return out
+
     version = opset(out)
     domains = {o.domain for o in out.opset_import}
     if any(n.domain == CONTRIB for n in out.graph.node) and CONTRIB not in domains:
-        out.opset_import.append(onnx.helper.make_opsetid(CONTRIB, 1))
+        own().opset_import.append(onnx.helper.make_opsetid(CONTRIB, 1))
         notes.append(f"added the missing {CONTRIB} opset import")
     if not _is_sorted(out.graph):
         order = _sorted_nodes(out.graph)
         if order is not None:
             order = [onnx.NodeProto.FromString(n.SerializeToString()) for n in order]
-            del out.graph.node[:]
+            del own().graph.node[:]
             out.graph.node.extend(order)
             notes.append("sorted the nodes topologically")
     lone_ln = version < LAYER_NORM_OPSET and any(
@@ -122,14 +129,15 @@ def repaired(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
             raise GraphError(f"LayerNormalization at opset {version} (an op since opset 17): converting the model to "
                              f"opset 17 failed: {checker_message(e)}") from None
         notes.append(f"converted opset {version} -> {target} with onnx.version_converter ({why})")
-    bare = [o for o in out.graph.output if not o.type.tensor_type.HasField("shape")]
+    bare = [o.name for o in out.graph.output if not o.type.tensor_type.HasField("shape")]
     if bare:  # ONNX Runtime runs graph outputs declared without a shape; the checker wants one
         try:
-            known = {v.name: v for v in onnx.shape_inference.infer_shapes(out).graph.value_info}
+            inferred = onnx.shape_inference.infer_shapes(out).graph
+            known = {v.name: v for v in list(inferred.value_info) + list(inferred.output)}
         except Exception:
             known = {}
-        filled = [o.name for o in bare if o.name in known and known[o.name].type.tensor_type.HasField("shape")]
-        for o in bare:
+        filled = [name for name in bare if name in known and known[name].type.tensor_type.HasField("shape")]
+        for o in own().graph.output if filled else []:
             if o.name in filled:
                 o.type.CopyFrom(known[o.name].type)
         if filled:
