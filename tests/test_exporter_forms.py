@@ -104,7 +104,7 @@ def test_gelu_rounded_sqrt2(divisor, dtype, accepted):
     out, report = fused(m, replaced=int(accepted), tol=1e-2 if dtype == np.float16 else 1e-5)
     if accepted:
         (note,) = report.replaced[0]["notes"]
-        assert note.startswith("Erf divisor is 1.414") and "(relative)" in note
+        assert note.startswith("Erf divisor is 1.414") and "(relative)" in note and f"accepted   1 x {note}" in str(report)
     else:
         assert [r["pattern"] for r in report.left] == ["gelu_erf"] and "not x / sqrt(2)" in report.left[0]["reason"]
 

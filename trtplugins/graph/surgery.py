@@ -60,6 +60,8 @@ class Report:
             lines.append(f"  {name:<14} -> {c['plugin']:<15} {c['matches']:>3} matches, {c['nodes_removed']:>4} nodes removed  ({variants})")
         if not self.replaced:
             lines.append("  no pattern replaced")
+        for note, n in Counter(note for r in self.replaced for note in r.get("notes", [])).items():
+            lines.append(f"  accepted {n:>3} x {note}")
         for reason, n in Counter(f"{r['pattern']}: {r['reason']}" for r in self.left).items():
             lines.append(f"  left {n:>3} x {reason}")
         if self.candidates:
