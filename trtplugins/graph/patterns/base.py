@@ -80,7 +80,8 @@ class ActivationPattern(Pattern):
         if view is not None and ctx.private(x, nodes) and ctx.private(view.inputs[0], [view]):
             src = view.inputs[0]
         gemm = producer_op(src, "Gemm")
-        if gemm is not None and hidden and len(gemm.inputs) == 3 and ctx.private(x, nodes) and ctx.hidden(src) == hidden:
+        if ("bias" not in m.attrs and gemm is not None and hidden and len(gemm.inputs) == 3 and ctx.private(x, nodes)
+                and ctx.hidden(src) == hidden):
             c = const(gemm.inputs[2])  # GPT-2's Conv1D: the bias inside the Gemm
             if c is not None and c.size == hidden and c.dtype.kind == "f":
                 m.attrs["bias"] = ctx.vector(c * float(gemm.attrs.get("beta", 1.0)), hidden, "bias")
