@@ -94,7 +94,7 @@ def random_feeds(model, shape, seed=0):
             else:
                 feeds[inp.name] = rng.integers(3, 100, dims).astype(np.int64)
         else:
-            feeds[inp.name] = rng.standard_normal(dims).astype(np.float32)
+            feeds[inp.name] = rng.standard_normal(dims).astype(onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
     return feeds
 
 

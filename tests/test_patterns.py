@@ -25,10 +25,10 @@ class G:
     def __init__(self, opset=17, const_nodes=False):
         self.nodes, self.inits, self.opset, self.const_nodes, self.k = [], [], opset, const_nodes, 0
 
-    def c(self, value):
+    def c(self, value, dtype=None):
         self.k += 1
         name = f"c{self.k}"
-        arr = np.asarray(value, np.float32 if np.asarray(value).dtype.kind == "f" else np.int64)
+        arr = np.asarray(value, dtype or (np.float32 if np.asarray(value).dtype.kind == "f" else np.int64))
         if self.const_nodes:
             self.nodes.append(h.make_node("Constant", [], [name], value=numpy_helper.from_array(arr, name)))
         else:
@@ -41,13 +41,18 @@ class G:
         self.nodes.append(h.make_node(op, list(inputs), [out], name=f"n{self.k}", **attrs))
         return out
 
-    def model(self, *outputs, inputs=("x",), shapes=None):
+    def model(self, *outputs, inputs=("x",), shapes=None, elem=T.FLOAT, out_shape=("batch", "seq", H), check=True):
+        """shapes: input name -> dims, or (elem type, dims); elem: the other inputs' and the outputs' type."""
         shapes = shapes or {}
-        outs = [h.make_tensor_value_info(o, T.FLOAT, ["batch", "seq", H]) for o in outputs]
-        ins = [h.make_tensor_value_info(i, T.FLOAT, shapes.get(i, ["batch", "seq", H])) for i in inputs]
+        outs = [h.make_tensor_value_info(o, elem, out_shape) for o in outputs]
+        ins = []
+        for i in inputs:
+            dims = shapes.get(i, ["batch", "seq", H])
+            ins.append(h.make_tensor_value_info(i, *(dims if isinstance(dims, tuple) else (elem, dims))))
         g = h.make_graph(self.nodes, "g", ins, outs, self.inits)
         m = h.make_model(g, opset_imports=[h.make_opsetid("", self.opset)])
-        onnx.checker.check_model(m, full_check=True)
+        if check:
+            onnx.checker.check_model(m, full_check=True)
         return m
 
 
@@ -63,7 +68,9 @@ def run(model, ops=None, replaced=1):
 
 
 def bias_act(g, build):
-    mm = g.op("MatMul", "x", g.c(RNG.standard_normal((H, H)) / 4))
+    """build(x + bias), x a scaled input: not a MatMul, whose epilogue TensorRT fuses the
+    activation into (that policy is tested apart)."""
+    mm = g.op("Mul", "x", g.c(RNG.standard_normal(H)))
     b = g.c(RNG.standard_normal(H))
     return build(g.op("Add", b, mm))
 
@@ -89,7 +96,7 @@ def test_gelu_erf_forms(const_nodes, div, order):
     out, _ = run(g.model(y))
     (node,) = plugin_nodes(out)
     assert plugin_attrs(node)["activation"] == "gelu" and plugin_attrs(node)["bias"].shape == (H,)
-    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["MatMul", "BiasActivation"]
+    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["Mul", "BiasActivation"]
 
 
 def test_gelu_guard_wrong_constant():
@@ -159,11 +166,9 @@ def test_relu6_forms(form):
     else:
         y = g.op("Max", g.c(0.0), g.op("Min", g.c(6.0), "x"))
     m = g.model(y)
-    if form == "clip-attrs":  # opset 10 is below what the tools support
-        with pytest.raises(ValueError, match="unsupported opset 10"):
-            substitute(m)
-        return
     _, report = run(m, replaced=0)
+    if form == "clip-attrs":  # opset 10: converted to 13 (Clip bounds become inputs) and said so
+        assert report.notes == ["converted opset 10 -> 13 with onnx.version_converter (opset 10 < 13)"]
     assert "lone relu6 after graph input" in report.left[0]["reason"]
     out, _ = run(m, ["relu6"])
     assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "relu6"
@@ -201,7 +206,7 @@ def test_hard_swish_forms(form):
 
     out, _ = run(g.model(bias_act(g, hs)))
     assert plugin_attrs(plugin_nodes(out)[0])["activation"] == "hard_swish"
-    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["MatMul", "BiasActivation"]
+    assert [n.op_type for n in out.graph.node if n.op_type != "Constant"] == ["Mul", "BiasActivation"]
 
 
 def test_hard_sigmoid_guard_default_alpha():
@@ -301,13 +306,45 @@ def test_skip_layer_norm(bias, keep_sum):
     assert len(node.output) == 1 + keep_sum
 
 
-def test_skip_broadcast_add_is_not_a_skip():
+@pytest.mark.parametrize("shape,folded", [
+    ([1, 5, H], True), ([5, H], True), ([1, 1, H], True),  # leading-dim broadcasts: the plugin repeats skip rows
+    (["batch", 1, H], False),  # broadcast over a middle dim: not a skip the plugin takes
+], ids=["1-S-H", "S-H", "1-1-H", "B-1-H"])
+def test_skip_broadcast_over_leading_dims(shape, folded):
+    """Embeddings + position embeddings (ViT, CLIP, Whisper): [B,S,H] + [1,S,H] or [S,H]."""
     g = G()
     (y,) = residual(g, lambda s: layer_norm(g, s), broadcast=True)
-    model = g.model(y, inputs=("x", "p"), shapes={"p": [1, "seq", H]})
-    out, report = substitute(model)
+    model = g.model(y, inputs=("x", "p"), shapes={"x": ["batch", 5, H], "p": shape})
+    out, report = run(model)
     (node,) = plugin_nodes(out)
-    assert len(node.input) == 1 and report.replaced[0]["variant"] == "layer+no-skip(broadcast Add)"
+    if folded:  # x (full shape) first, the broadcast skip second
+        assert list(node.input)[1] == "p" and report.replaced[0]["variant"] == "layer+skip(broadcast)+bias"
+    else:
+        assert len(node.input) == 1 and report.replaced[0]["variant"] == "layer+no-skip(broadcast Add)"
+
+
+def test_reference_broadcast_skip():
+    """The plugin's contract: row r of x takes skip row r % skip_rows; the sum has x's shape."""
+    from trtplugins import reference
+
+    x, skip = RNG.standard_normal((2, 3, H)).astype(np.float32), RNG.standard_normal((3, H)).astype(np.float32)
+    kw = {"gamma": RNG.standard_normal(H), "output_sum": True}
+    for s in (skip, skip[None]):
+        y, total = reference.skip_norm(x, s, **kw)
+        y_full, total_full = reference.skip_norm(x, np.broadcast_to(skip, x.shape), **kw)
+        assert total.shape == x.shape and np.array_equal(y, y_full) and np.array_equal(total, total_full)
+    with pytest.raises(ValueError, match="nor broadcasts over its leading dims"):
+        reference.skip_norm(x, skip[:2], **kw)
+
+
+def test_skip_broadcast_constant_position_embedding():
+    """ViT: the position embedding is an initializer [1, S, H]; a constant of one row stays a bias."""
+    g = G()
+    pos = g.c(RNG.standard_normal((1, 5, H)))
+    y = layer_norm(g, g.op("Add", "x", pos))
+    out, report = run(g.model(y, inputs=("x",), shapes={"x": ["batch", 5, H]}), replaced=1)
+    assert report.replaced[0]["variant"] == "layer+skip(broadcast)"
+    assert plugin_nodes(out)[0].input[1] == pos
 
 
 @pytest.mark.parametrize("form", ["div", "reciprocal", "one-div"])
@@ -348,3 +385,80 @@ def test_intermediate_used_outside():
 def test_unknown_op_name():
     with pytest.raises(ValueError, match="unknown pattern or plugin 'gelu7'"):
         substitute(G().model("x"), ["gelu7"])
+
+
+# --- issue 13: policy and crash regressions ------------------------------------------------
+
+def test_ops_as_a_string():
+    """Item 10: substitute(m, "all") is substitute(m, ["all"]), not the letters a, l, l."""
+    g = G()
+    m = g.model(gelu_erf(g, g.op("MatMul", "x", g.c(RNG.standard_normal((H, H))))))
+    a, ra = substitute(m, "all")
+    b, rb = substitute(m, ["all"])
+    assert len(ra.replaced) == 1 and a.SerializeToString() == b.SerializeToString()
+
+
+@pytest.mark.parametrize("ops", [None, "all"])
+@pytest.mark.parametrize("conv", [False, True], ids=["input", "after-conv"])
+def test_scalar_add_before_activation_on_last_dim_1(ops, conv):
+    """Item 12: the SE-gate hard-sigmoid relu6(x + 3) / 6 on [N, C, 1, 1]: a 0-d constant
+    added to a tensor whose last dim is 1 is a bias of one value, never an IndexError."""
+    g = G()
+    x = g.op("Conv", "x", g.c(RNG.standard_normal((4, 4, 1, 1)))) if conv else "x"
+    y = g.op("Div", g.op("Clip", g.op("Add", x, g.c(np.float32(3.0))), g.c(0.0), g.c(6.0)), g.c(6.0))
+    m = g.model(y, shapes={"x": ["batch", 4, 1, 1]}, out_shape=["batch", 4, 1, 1])
+    fused_here = ops == "all" or not conv  # after a Conv: the Conv epilogue's by default
+    out, report = run(m, ops, replaced=int(fused_here))
+    if fused_here:
+        assert plugin_attrs(plugin_nodes(out)[0])["bias"].tolist() == [3.0]
+    else:
+        assert report.left[0]["reason"].startswith("bias+relu6 after Conv: TensorRT fuses it into the Conv epilogue")
+
+
+@pytest.mark.parametrize("identity", [False, True])
+def test_lone_layer_norm_policy_ignores_identity(identity):
+    """Item 13: a lone LayerNormalization is left to TensorRT whether or not its gamma/beta
+    come through Identity nodes (TorchScript writes them for equal parameters)."""
+    g = G()
+    gamma, beta = g.c(np.ones(H)), g.c(np.zeros(H))
+    if identity:
+        gamma, beta = g.op("Identity", gamma), g.op("Identity", beta)
+    m = g.model(g.op("LayerNormalization", "x", gamma, beta))
+    _, report = run(m, replaced=0)
+    assert report.left[0]["reason"] == "single LayerNormalization op: TensorRT runs it natively (ask with --ops layer_norm_op)"
+    run(m, ["layer_norm_op"])
+
+
+@pytest.mark.parametrize("producer", ["MatMul", "Gemm", "Conv", "LayerNorm"])
+def test_gemm_epilogue_policy(producer):
+    """Item 14: by default an activation straight after MatMul/Gemm/Conv (through its bias
+    Add) is left to TensorRT's epilogue fusion, with the reason; --ops fuses it; activations
+    elsewhere (after a norm) stay fused by default."""
+    g = G()
+    shape, shapes = ["batch", "seq", H], SHAPES
+    if producer == "Conv":  # YOLOv8 / EfficientNet: Conv (bias inside) -> SiLU
+        x = g.op("Conv", "x", g.c(RNG.standard_normal((4, 4, 1, 1)) / 4), g.c(RNG.standard_normal(4)))
+        shape, shapes = ["batch", 4, "h", "w"], [(2, 3, 5), (1, 2, 2)]
+    elif producer == "Gemm":
+        x = g.op("Gemm", "x", g.c(RNG.standard_normal((H, H)) / 4))
+        shape, shapes = ["batch", H], [(2,), (3,)]
+    elif producer == "MatMul":
+        x = g.op("MatMul", "x", g.c(RNG.standard_normal((H, H)) / 4))
+    else:
+        x = layer_norm(g, "x", beta=False)
+    if producer != "Conv":
+        x = g.op("Add", x, g.c(RNG.standard_normal(H)))
+    m = g.model(g.op("Mul", g.op("Sigmoid", x), x), shapes={"x": shape}, out_shape=shape)
+    if producer == "LayerNorm":
+        out, _ = run(m, replaced=2)
+        assert sorted(n.op_type for n in plugin_nodes(out)) == ["BiasActivation", "SkipNorm"]
+        return
+    _, report = run(m, replaced=0)
+    what = "silu" if producer == "Conv" else "bias+silu"
+    assert [r["reason"] for r in report.left] == [
+        f"{what} after {producer}: TensorRT fuses it into the {producer} epilogue (ask with --ops silu or --ops all)"]
+    for ops in (["silu"], "all"):
+        out, _ = substitute(m, ops)
+        (node,) = plugin_nodes(out)
+        assert plugin_attrs(node)["activation"] == "silu" and ("bias" in plugin_attrs(node)) == (producer != "Conv")
+        compare(m, out, shapes)

@@ -57,19 +57,21 @@ def test_hf_encoder(exported, kind, opset, dynamo):
     out, report = substitute(model)
     assert model.SerializeToString() == before  # input untouched
     check_model(model, out)
-    # one skip+norm per residual (2 per layer, + the embedding sum in RoBERTa, whose
-    # position ids have the batch shape), each with the Linear bias folded in
+    # one skip+norm per residual (2 per layer), each with the Linear bias folded in, + the
+    # embedding sum (word + token type: full shape, then + position embeddings: [1,S,H] or
+    # [B,S,H] in RoBERTa) folded as a skip that broadcasts over leading dims
     skip = [n for n in plugin_nodes(out, "SkipNorm") if len(n.input) == 2]
     residual = [n for n in skip if "bias" in plugin_attrs(n)]
     assert len(residual) == 2 * LAYERS
-    assert len(skip) == 2 * LAYERS + (kind == "roberta")
-    # the embedding LayerNorm after a broadcast Add: decomposed (opset 14) -> plain norm;
-    # a lone LayerNormalization op is left to TensorRT
-    lone = [n for n in plugin_nodes(out, "SkipNorm") if len(n.input) == 1]
-    assert len(lone) == (1 if opset == 14 and kind != "roberta" else 0)
-    if opset > 14 and kind != "roberta":
-        assert any("single LayerNormalization" in r["reason"] for r in report.left)
-    # one bias+GELU per FFN (ALBERT's default is gelu_new: the tanh form)
+    assert len(skip) == 2 * LAYERS + 1 and len(plugin_nodes(out, "SkipNorm")) == len(skip)
+    # the bias+GELU after the first MatMul of each FFN is left to TensorRT's GEMM epilogue
+    # by default (ALBERT's default is gelu_new: the tanh form), fused with --ops all
+    assert not plugin_nodes(out, "BiasActivation")
+    gelu = "gelu_tanh" if kind == "albert" else "gelu_op" if opset >= 20 else "gelu_erf"
+    assert [r["reason"] for r in report.left if r["pattern"] == gelu] == [
+        f"bias+{'gelu_tanh' if kind == 'albert' else 'gelu'} after MatMul: TensorRT fuses it into the MatMul epilogue "
+        f"(ask with --ops {gelu} or --ops all)"] * LAYERS
+    out, _ = substitute(model, "all")
     act = plugin_nodes(out, "BiasActivation")
     assert len(act) == LAYERS
     assert {plugin_attrs(n)["activation"] for n in act} == {"gelu_tanh" if kind == "albert" else "gelu"}
@@ -107,7 +109,10 @@ ACTIVATIONS = {"relu": "relu", "relu6": "relu6", "gelu": "gelu", "gelu_new": "ge
 @pytest.mark.parametrize("opset,dynamo", [EXPORTERS[0], EXPORTERS[2], EXPORTERS[3]], ids=[IDS[0], IDS[2], IDS[3]])
 def test_mlp_bias_activation(exported, act, opset, dynamo):
     model = exported("mlp", opset, dynamo, act)
-    out, report = substitute(model)
+    out, report = substitute(model)  # Linear -> act: left to the GEMM epilogue by default
+    assert not report.replaced and len(report.left) == 1
+    assert f"bias+{ACTIVATIONS[act]} after MatMul: TensorRT fuses it into the MatMul epilogue" in report.left[0]["reason"]
+    out, report = substitute(model, ["all"])
     check_model(model, out)
     (node,) = plugin_nodes(out)
     attrs = plugin_attrs(node)
@@ -125,7 +130,7 @@ def test_mobilenet_relu6_policy(exported, opset, dynamo):
     out, report = substitute(model)
     assert not report.replaced and out.SerializeToString() == model.SerializeToString()
     assert [r["pattern"] for r in report.left] == ["relu6"] * 3
-    assert all("after Conv: TensorRT fuses it natively" in r["reason"] for r in report.left)
+    assert all("relu6 after Conv: TensorRT fuses it into the Conv epilogue" in r["reason"] for r in report.left)
     forced, report = substitute(model, ["relu6"])
     check_model(model, forced)
     nodes = plugin_nodes(forced)
@@ -138,9 +143,11 @@ def test_mobilenet_relu6_policy(exported, opset, dynamo):
 def test_report_json(exported):
     _, report = substitute(exported("bert", 17))
     d = json.loads(report.json())
-    assert d["plugins"] == {"SkipNorm": 4, "BiasActivation": 2}
-    assert d["patterns"]["layer_norm_op"]["matches"] == 4 and d["patterns"]["gelu_erf"]["nodes_removed"] == 12
-    assert "layer_norm_op" in str(report) and "left" in str(report)
+    assert d["plugins"] == {"SkipNorm": 5}
+    assert d["patterns"]["layer_norm_op"]["matches"] == 5 and d["candidates"] == 2  # the 2 Erf, left to the epilogue
+    assert "layer_norm_op" in str(report) and "left   2 x gelu_erf: bias+gelu after MatMul" in str(report)
+    _, report = substitute(exported("bert", 17), "all")
+    assert json.loads(report.json())["patterns"]["gelu_erf"]["nodes_removed"] == 12
 
 
 def test_print_reports(capsys):

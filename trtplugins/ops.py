@@ -63,6 +63,9 @@ class OpSpec:
     outputs: tuple[Tensor, ...]
     doc: str = ""
     version: str = VERSION
+    #: I/O tensor types the plugin takes (supportsFormatCombination); the graph tools
+    #: write no plugin node on any other type
+    types: tuple[str, ...] = ("float32", "float16", "bfloat16")
 
     @property
     def min_inputs(self) -> int:

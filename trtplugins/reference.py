@@ -76,7 +76,9 @@ def skip_norm(
 ):
     """s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta).
 
-    Returns y, or (y, s) with output_sum.
+    skip has x's shape, or broadcasts over x's leading dims ([1,S,H] or [S,H] with x
+    [B,S,H]): its rows (size / hidden of them) repeat, row r of x taking skip row
+    r % skip_rows. s (and the sum output) has x's shape. Returns y, or (y, s) with output_sum.
     """
     x = np.asarray(x)
     hidden = x.shape[-1]
@@ -84,9 +86,13 @@ def skip_norm(
         _check_vec(name, None if v is None else np.asarray(v), hidden)
     s = x.astype(np.float64)
     if skip is not None:
-        if np.shape(skip) != x.shape:
-            raise ValueError(f"skip shape {np.shape(skip)} != input shape {x.shape}")
-        s = s + _f64(skip)
+        skip = np.asarray(skip)
+        core = skip.shape[next((i for i, d in enumerate(skip.shape) if d != 1), skip.ndim):]
+        if skip.ndim > x.ndim or not core or core != x.shape[x.ndim - len(core):]:
+            raise ValueError(f"skip shape {skip.shape} neither is input shape {x.shape} nor broadcasts over its leading dims")
+        rows = skip.size // hidden
+        flat = _f64(skip).reshape(rows, hidden)
+        s = (s.reshape(-1, rows, hidden) + flat).reshape(x.shape)
     if bias is not None:
         s = s + _f64(bias).reshape(-1)
     if norm == "layer":

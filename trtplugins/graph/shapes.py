@@ -41,8 +41,8 @@ def _collect(model: onnx.ModelProto) -> Shapes:
 def _symbolic(model: onnx.ModelProto) -> onnx.ModelProto | None:
     """ORT's symbolic inference, or None. When it gives up it saves a model with external
     data into the working directory, so it runs in a scratch one."""
-    if any(n.domain not in ("", "ai.onnx") for n in model.graph.node):
-        return None  # plugin or contrib nodes: it cannot infer them
+    if any(n.domain not in ("", "ai.onnx", "com.microsoft") for n in model.graph.node):
+        return None  # plugin or custom nodes: it cannot infer them (it knows ONNX Runtime's contrib ops)
     try:
         from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
     except ImportError:

@@ -14,9 +14,9 @@ import onnx_graphsurgeon as gs
 from .. import ops as plugin_ops
 from . import shapes as shape_info
 from .errors import GraphError
-from .io import check_supported
-from .match import Ctx, Skip
+from .match import Ctx, Skip, close, producer, producer_op, reduce_last_axis, scalar
 from .patterns import Match, select
+from .repair import repaired
 
 
 @dataclass
@@ -25,6 +25,8 @@ class Report:
     nodes_after: int = 0
     replaced: list[dict] = field(default_factory=list)  # one per plugin node written
     left: list[dict] = field(default_factory=list)  # candidates not replaced, with the reason
+    notes: list[str] = field(default_factory=list)  # what was changed to make the model checkable
+    candidates: int = 0  # nodes starting a norm/GELU candidate: each fused or in `left`
 
     def counts(self) -> dict[str, dict]:
         """Per pattern: plugin, matches replaced, original nodes removed, variants."""
@@ -47,32 +49,85 @@ class Report:
             "patterns": self.counts(),
             "replaced": self.replaced,
             "left": self.left,
+            "notes": self.notes,
+            "candidates": self.candidates,
         }
 
     def __str__(self) -> str:
-        lines = [f"nodes: {self.nodes_before} -> {self.nodes_after}"]
+        lines = [f"note: {n}" for n in self.notes] + [f"nodes: {self.nodes_before} -> {self.nodes_after}"]
         for name, c in self.counts().items():
             variants = ", ".join(f"{k} x{n}" for k, n in sorted(c["variants"].items()))
             lines.append(f"  {name:<14} -> {c['plugin']:<15} {c['matches']:>3} matches, {c['nodes_removed']:>4} nodes removed  ({variants})")
         if not self.replaced:
             lines.append("  no pattern replaced")
+        for note, n in Counter(note for r in self.replaced for note in r.get("notes", [])).items():
+            lines.append(f"  accepted {n:>3} x {note}")
         for reason, n in Counter(f"{r['pattern']}: {r['reason']}" for r in self.left).items():
             lines.append(f"  left {n:>3} x {reason}")
+        if self.candidates:
+            lines.append(f"  {self.candidates} norm/GELU candidates, each replaced or left above")
         return "\n".join(lines)
 
     def json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
 
-def policy(m: Match) -> str | None:
+#: TensorRT fuses a bias + activation into the epilogue of these (issue 13 item 14)
+EPILOGUE_OPS = ("MatMul", "Gemm", "Conv", "ConvTranspose")
+#: moves no data: a GEMM seen through them still feeds the activation
+RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
+
+
+def policy(m: Match, ctx: Ctx) -> str | None:
     """Why the default policy leaves a match, or None to replace it."""
     p = m.pattern
-    if p.native and "bias" not in m.attrs:
-        src = m.inputs[0].inputs[0].op if m.inputs[0].inputs else "graph input"
-        return f"lone {p.activation} after {src}: TensorRT fuses it natively (ask with --ops {p.name})"
-    if len(m.nodes) < 2:
-        return f"single {m.nodes[0].op} op: TensorRT runs it natively (ask with --ops {p.name})"
+    if p.plugin == plugin_ops.BIAS_ACTIVATION:
+        feed = producer(ctx.source(m.inputs[0]))
+        while feed is not None and feed.op in RESHAPES:  # tf2onnx's Tensordot: MatMul -> Reshape -> bias
+            feed = producer(ctx.source(feed.inputs[0]))
+        src = feed.op if feed is not None else "graph input"
+        if src in EPILOGUE_OPS:
+            what = f"bias+{m.attrs['activation']}" if "bias" in m.attrs else m.attrs["activation"]
+            return (f"{what} after {src}: TensorRT fuses it into the {src} epilogue "
+                    f"(ask with --ops {p.name} or --ops all)")
+        if p.native and "bias" not in m.attrs:
+            return f"lone {p.activation} after {src}: TensorRT fuses it natively (ask with --ops {p.name})"
+    real = [n for n in m.nodes if not ctx.glue(n)]  # Identity/no-op Casts are no work saved
+    if len(real) < 2:
+        return f"single {real[0].op} op: TensorRT runs it natively (ask with --ops {p.name})"
     return None
+
+
+def _unsupported_type(m: Match, ctx: Ctx) -> None:
+    """Skip a match whose plugin would see a tensor type its declaration does not take."""
+    spec = plugin_ops.spec(m.pattern.plugin)
+    for t in list(m.inputs) + list(m.outputs):
+        elem = ctx.dtype(t)
+        name = "unknown" if not elem else "bfloat16" if elem == onnx.TensorProto.BFLOAT16 else \
+            onnx.helper.tensor_dtype_to_np_dtype(elem).name
+        if name not in spec.types:
+            raise Skip(f"{t.name!r} is {name}: {spec.name} takes {'/'.join(spec.types)}")
+
+
+def _candidate(node: gs.Node, ctx: Ctx) -> str | None:
+    """The pattern a node starting a norm/GELU candidate belongs to (issue 15: no silent skip)."""
+    if node.op in ("Erf", "Tanh"):
+        return {"Erf": "gelu_erf", "Tanh": "gelu_tanh"}[node.op]
+    if node.op == "ReduceMean" and reduce_last_axis(node, ctx):
+        return None if _square(producer(node.inputs[0]), ctx) else "layer_norm"
+    if _square(node, ctx) and any(c.op == "ReduceMean" and reduce_last_axis(c, ctx) for c in ctx.uses(node.outputs[0])):
+        base = producer(ctx.source(node.inputs[0]))
+        centred = base is not None and base.op == "Sub" and producer_op(ctx.source(base.inputs[1]), "ReduceMean")
+        return None if centred else "rms_norm"
+    return None
+
+
+def _square(n: gs.Node | None, ctx: Ctx) -> bool:
+    if n is None or len(n.inputs) != 2:
+        return False
+    if n.op == "Pow":
+        return close(scalar(n.inputs[1]), 2.0)
+    return n.op == "Mul" and ctx.source(n.inputs[0]) is ctx.source(n.inputs[1])
 
 
 def _absorb_glue(m: Match, ctx: Ctx) -> None:
@@ -83,10 +138,10 @@ def _absorb_glue(m: Match, ctx: Ctx) -> None:
         grown = False
         for t in [t for n in m.nodes for t in n.outputs] + [t for n in m.nodes for t in n.inputs]:
             for glue in list(t.outputs) + list(t.inputs):
-                if id(glue) in ids or glue.op not in ("Cast", "Identity") or not glue.outputs or glue.outputs[0] in m.inputs:
+                if id(glue) in ids or not ctx.glue(glue) or glue.outputs[0] in m.inputs:
                     continue
-                src, out = glue.inputs[0], glue.outputs[0]
-                if ctx.source(out) is ctx.source(src) and ctx.private(out, m.nodes) and out.outputs:
+                out = glue.outputs[0]
+                if ctx.private(out, m.nodes) and out.outputs:
                     m.nodes.append(glue)
                     ids.add(id(glue))
                     grown = True
@@ -126,12 +181,15 @@ def _typed(t: gs.Variable, ctx: Ctx) -> None:
         t.shape = [d if d is not None else "" for d in info[1]]
 
 
-def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[onnx.ModelProto, Report]:
+def substitute(model: onnx.ModelProto, ops: str | list[str] | None = None) -> tuple[onnx.ModelProto, Report]:
     """Replace fusable subgraphs with plugin nodes. Never mutates model.
 
     ops: None for the default policy, else pattern names / plugin names / "default" / "all"
-    (see patterns.select); a pattern named explicitly is replaced wherever it matches."""
-    check_supported(model)
+    (see patterns.select), one name as a string or a list; a pattern named explicitly is
+    replaced wherever it matches."""
+    if isinstance(ops, str):
+        ops = [ops]
+    model, notes = repaired(model)
     try:
         selection = select(ops)
     except ValueError as e:
@@ -140,29 +198,51 @@ def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[on
     work.CopyFrom(model)  # onnx-graphsurgeon keeps references into the proto it imports
     ctx = Ctx(gs.import_onnx(work), shape_info.infer(model))
     graph = ctx.graph
-    report = Report(nodes_before=len(model.graph.node))
-    claimed: set[int] = set()
+    report = Report(nodes_before=len(model.graph.node), notes=notes)
+    claimed = ctx.claimed
     matches: list[Match] = []
+    tried: dict[tuple[int, str], str] = {}  # (anchor, pattern) -> first condition that failed
+    reported: set[int] = set()
+
+    def leave(pattern: str, node: gs.Node, reason: str) -> None:
+        report.left.append({"pattern": pattern, "anchor": node.name, "reason": reason})
+        reported.add(id(node))
+
     for pattern, forced in selection:
         for node in list(graph.nodes):
             if node.op not in pattern.anchors or id(node) in claimed:
                 continue
+            ctx.notes = []
             try:
                 m = pattern.match(node, ctx)
                 _absorb_glue(m, ctx)
                 _check_private(m, ctx)
+                _unsupported_type(m, ctx)
             except Skip as e:
+                tried[id(node), pattern.name] = e.reason
                 if e.guard:
-                    report.left.append({"pattern": pattern.name, "anchor": node.name, "reason": e.reason})
+                    leave(pattern.name, node, e.reason)
                 continue
             if any(id(n) in claimed for n in m.nodes):
+                tried[id(node), pattern.name] = "overlaps a match already taken"
                 continue
-            reason = None if forced else policy(m)
+            reason = None if forced else policy(m, ctx)
             if reason:
-                report.left.append({"pattern": pattern.name, "anchor": node.name, "reason": reason})
+                leave(pattern.name, node, reason)
                 continue
+            m.notes = ctx.notes
             claimed.update(id(n) for n in m.nodes)
             matches.append(m)
+    selected = {p.name for p, _ in selection}
+    for node in graph.nodes:  # every norm/GELU candidate is fused or has its left entry
+        kind = _candidate(node, ctx)
+        if kind is None:
+            continue
+        report.candidates += 1
+        if id(node) in claimed or id(node) in reported:
+            continue
+        why = tried.get((id(node), kind)) or ("not selected by --ops" if kind not in selected else "no pattern matched")
+        leave(kind, node, why)
 
     if not matches:
         out = onnx.ModelProto()
@@ -175,6 +255,8 @@ def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[on
         for n in m.nodes:
             n.inputs.clear()
             n.outputs.clear()
+        for n, i in m.drop_inputs:
+            del n.inputs[i]
         for t in m.outputs:
             _typed(t, ctx)
         name = f"{m.pattern.plugin}_{i}"
@@ -184,7 +266,7 @@ def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[on
         graph.nodes.append(gs.Node(m.pattern.plugin, name, _attrs(m), list(m.inputs), list(m.outputs), domain=plugin_ops.DOMAIN))
         report.replaced.append({
             "pattern": m.pattern.name, "plugin": m.pattern.plugin, "variant": m.variant, "node": name,
-            "anchor": m.anchor.name, "nodes": [n.name for n in m.nodes],
+            "anchor": m.anchor.name, "nodes": [n.name for n in m.nodes], **({"notes": m.notes} if m.notes else {}),
         })
     graph.cleanup(remove_unused_graph_inputs=False).toposort()
     out = gs.export_onnx(graph)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+import onnx
 import onnx_graphsurgeon as gs
 
 from ... import ops
@@ -23,6 +24,10 @@ class Match:
     outputs: list[gs.Tensor]
     attrs: dict[str, Any]  # creator fields; weights as float32 arrays
     parts: list[str] = field(default_factory=list)  # what was folded: bias, skip, sum
+    notes: list[str] = field(default_factory=list)  # constants accepted with a deviation
+    #: (node, input index) to drop from a node kept outside the match when it is applied:
+    #: a Gemm's bias C folded into the plugin
+    drop_inputs: list[tuple[gs.Node, int]] = field(default_factory=list)
 
     @property
     def variant(self) -> str:
@@ -64,13 +69,24 @@ class ActivationPattern(Pattern):
         x = ctx.source(x)
         m = Match(self, node, nodes, [x], [y], {"activation": self.activation_of(node)})
         add = producer_op(x, "Add")
-        if add is not None and ctx.private(x, nodes):
+        hidden = ctx.hidden(x)
+        if add is not None and ctx.private(x, nodes) and id(add) not in ctx.claimed:  # not a norm's beta
             var_bias = split_const(add)
-            hidden = ctx.hidden(x)
             if var_bias and hidden and var_bias[1].size == hidden and ctx.same_shape(var_bias[0], x):
                 m.attrs["bias"] = ctx.vector(var_bias[1], hidden, "bias")
                 m.inputs, m.nodes = [var_bias[0]], [add] + nodes
                 m.parts.append("bias")
+        src, view = x, producer_op(x, "Reshape")  # GPT-2 Conv1D: addmm, then a view keeping the last dim
+        if view is not None and ctx.private(x, nodes) and ctx.private(view.inputs[0], [view]):
+            src = view.inputs[0]
+        gemm = producer_op(src, "Gemm")
+        if ("bias" not in m.attrs and gemm is not None and hidden and len(gemm.inputs) == 3 and ctx.private(x, nodes)
+                and ctx.hidden(src) == hidden):
+            c = const(gemm.inputs[2])  # GPT-2's Conv1D: the bias inside the Gemm
+            if c is not None and c.size == hidden and c.dtype.kind == "f":
+                m.attrs["bias"] = ctx.vector(c * float(gemm.attrs.get("beta", 1.0)), hidden, "bias")
+                m.drop_inputs.append((gemm, 2))
+                m.parts.append("bias(Gemm)")
         return m
 
 
@@ -87,6 +103,8 @@ class NormPattern(Pattern):
     def match(self, node: gs.Node, ctx: Ctx) -> Match:
         s, y, nodes, gamma, beta, eps = self.core(node, ctx)
         s = ctx.source(s)
+        if ctx.dtype(s) == onnx.TensorProto.DOUBLE:
+            s, y, nodes = self._narrow(s, y, nodes, ctx)
         hidden = ctx.hidden(s)
         guard(hidden, f"hidden size (last dim of {s.name}) is not static")
         guard(eps > 0, f"epsilon {eps} is not > 0")
@@ -103,17 +121,43 @@ class NormPattern(Pattern):
         return m
 
     @staticmethod
+    def _narrow(s, y, nodes, ctx: Ctx):
+        """A norm computed in float64 between Casts (Cast(fp64) -> norm -> Cast(fp16), CLIP /
+        Phi-3.5 vision): the plugin takes the narrow tensor and writes the narrow type
+        (FP32 statistics). Leaves s, y as they are where the casts do not frame the norm;
+        the type check then refuses the match."""
+        cin = producer_op(s, "Cast")
+        if cin is None or not ctx.private(s, nodes):
+            return s, y, nodes
+        inner = cin.inputs[0]
+        try:
+            cout = ctx.consumer(y, "Cast")
+        except Skip:
+            return s, y, nodes
+        if cout.attrs.get("to") != ctx.dtype(inner):
+            return s, y, nodes
+        return inner, cout.outputs[0], [cin] + nodes + [cout]
+
+    @staticmethod
     def _fold_skip(m: Match, s: gs.Tensor, ctx: Ctx) -> None:
         add = producer_op(s, "Add")
-        if add is None or len(add.inputs) != 2 or any(const(t) is not None for t in add.inputs):
+        if add is None or len(add.inputs) != 2:
             return
-        a, b = add.inputs
-        if not (ctx.same_shape(a, s) and ctx.same_shape(b, s)):
-            m.parts.append("no-skip(broadcast Add)")  # the plugin needs skip shape == x shape
+        for x, skip in (add.inputs, reversed(add.inputs)):
+            if const(x) is None and ctx.same_shape(x, s):
+                if const(skip) is None and ctx.same_shape(skip, s):
+                    m.parts.append("skip")
+                    break
+                if _leading_broadcast(ctx, skip, s):
+                    m.parts.append("skip(broadcast)")
+                    break
+        else:
+            if not any(const(t) is not None for t in add.inputs):  # a broadcast the plugin cannot take, or unknown shapes
+                known = all(ctx.dims(t) is not None for t in add.inputs)
+                m.parts.append("no-skip(broadcast Add)" if known else "no-skip(shapes unknown)")
             return
         m.nodes = [add] + m.nodes
-        m.inputs = [a, b]
-        m.parts.append("skip")
+        m.inputs = [x, skip]
         if not ctx.private(s, m.nodes):
             m.outputs.append(s)
             m.parts.append("sum")
@@ -126,6 +170,20 @@ class NormPattern(Pattern):
                 m.nodes.insert(0, inner)
                 m.parts.append("bias")
                 break
+
+
+def _leading_broadcast(ctx: Ctx, skip: gs.Tensor, s: gs.Tensor) -> bool:
+    """skip broadcasts over leading dims of s only ([1,S,H] or [S,H] added to [B,S,H]: the
+    plugin reads skip row r % skip_rows for row r of x). A constant counts when it has more
+    than one row (one row is a bias)."""
+    c = const(skip)
+    ds, dx = (list(c.shape) if c is not None else ctx.dims(skip)), ctx.dims(s)
+    if ds is None or dx is None or len(ds) > len(dx):
+        return False
+    core = ds[next((i for i, d in enumerate(ds) if d != 1), len(ds)):]
+    if not core or core != dx[len(dx) - len(core):] or not all(isinstance(d, int) or d for d in core):
+        return False
+    return c is None or c.size > ctx.hidden(s)
 
 
 __all__ = ["ActivationPattern", "Match", "NormPattern", "Pattern", "Skip", "guard", "need"]

@@ -4,69 +4,50 @@ from __future__ import annotations
 
 import math
 
-from ..match import close, guard, need, others, producer_op, product, scalar, split_const, split_scalar
+from ..match import guard, need, polynomial, product, scalar
 from .base import ActivationPattern
 
 
+def _gelu_tail(ctx, fn, x) -> tuple:
+    """0.5 * x * (1 + fn(..)) around fn's output, in any order: (y, nodes)."""
+    one = ctx.consumer(fn.outputs[0], "Add")
+    other = ctx.other(one, fn.outputs[0])
+    guard(ctx.near(scalar(other), 1.0, ctx.dtype(x), "the constant added to " + fn.op), f"{fn.op} is not followed by + 1")
+    y, climbed = product(ctx, one.outputs[0], x, 0.5)
+    return y, [one] + climbed
+
+
 class GeluErf(ActivationPattern):
-    """0.5 * x * (1 + Erf(x / sqrt 2)), x * 0.7071 instead of the Div, any Mul order."""
+    """0.5 * x * (1 + Erf(x / sqrt 2)): x * 0.7071, x / Sqrt(2) as a node, the constant
+    rounded as far as its type holds (FP16 1.41406), any Mul order."""
 
     name, activation, anchors = "gelu_erf", "gelu", ("Erf",)
 
     def core(self, erf, ctx):
-        scale = producer_op(erf.inputs[0], "Div", "Mul")
-        need(scale is not None and ctx.private(scale.outputs[0], [erf]))
-        x, k = split_scalar(scale)
-        need(scale.op == "Mul" or scale.inputs[0] is x)
-        guard(close(k, math.sqrt(2) if scale.op == "Div" else math.sqrt(0.5)), f"Erf argument is x {'/' if scale.op == 'Div' else '*'} {k:.6g}, not x / sqrt(2)")
-        one = ctx.consumer(erf.outputs[0], "Add")
-        guard(close(scalar(others(one, erf.outputs[0])), 1.0), "Erf is not followed by + 1")
-        y, climbed = product(ctx, one.outputs[0], x, 0.5)
-        return x, y, [scale, erf, one] + climbed
-
-
-def _is_cube(ctx, t, x) -> list | None:
-    """Nodes computing x**3 as Pow(x, 3) or x*x*x, else None."""
-    p = producer_op(t, "Pow", "Mul")
-    if p is None or not ctx.private(t, t.outputs):
-        return None
-    a, b = (ctx.source(i) for i in p.inputs)
-    if p.op == "Pow":
-        return [p] if a is x and close(scalar(p.inputs[1]), 3.0) else None
-    for sq, lone in ((a, b), (b, a)):
-        q = producer_op(sq, "Mul")
-        if lone is x and q is not None and all(ctx.source(i) is x for i in q.inputs) and len(sq.outputs) == 1:
-            return [q, p]
-    return None
+        x, poly, (a0, a1, a2, a3) = polynomial(ctx, erf.inputs[0])
+        need(poly, "Erf of x itself")
+        guard(a0 == a2 == a3 == 0 and a1 != 0, "Erf argument is not a multiple of x")
+        guard(ctx.near(1 / a1 if a1 else None, math.sqrt(2), ctx.dtype(x), "Erf divisor"), f"Erf argument is x / {1 / a1 if a1 else 0:.6g}, not x / sqrt(2)")
+        y, tail = _gelu_tail(ctx, erf, x)
+        return x, y, poly + [erf] + tail
 
 
 class GeluTanh(ActivationPattern):
-    """0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))."""
+    """0.5 * x * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x**3))) in every algebraic spelling:
+    x**3 as Pow or x*x*x, the factored k * x * (1 + c * x * x) (HF gelu_fast, Megatron
+    openai_gelu, BLOOM), any association and operand order."""
 
     name, activation, anchors = "gelu_tanh", "gelu_tanh", ("Tanh",)
 
     def core(self, tanh, ctx):
-        outer = producer_op(tanh.inputs[0], "Mul")
-        need(outer is not None and ctx.private(outer.outputs[0], [tanh]))
-        inner, k = split_scalar(outer)
-        add = producer_op(inner, "Add")
-        need(add is not None and ctx.private(inner, [outer]))
-        for x, term in (add.inputs, reversed(add.inputs)):
-            x = ctx.source(x)
-            cmul = producer_op(term, "Mul")
-            pair = split_const(cmul) if cmul is not None else None
-            cube = _is_cube(ctx, pair[0], x) if pair is not None and pair[1].size == 1 else None
-            if cube and ctx.private(term, [add]):
-                c = float(pair[1].reshape(-1)[0])
-                break
-        else:
-            need(False)
-        guard(close(k, math.sqrt(2 / math.pi)), f"Tanh argument scale {k:.6g} != sqrt(2/pi)")
-        guard(close(c, 0.044715), f"cubic coefficient {c:.6g} != 0.044715")
-        one = ctx.consumer(tanh.outputs[0], "Add")
-        guard(close(scalar(others(one, tanh.outputs[0])), 1.0), "Tanh is not followed by + 1")
-        y, climbed = product(ctx, one.outputs[0], x, 0.5)
-        return x, y, cube + [cmul, add, outer, tanh, one] + climbed
+        x, poly, (a0, a1, a2, a3) = polynomial(ctx, tanh.inputs[0])
+        need(poly and a3 != 0, "Tanh argument is not a cubic in x")
+        guard(a0 == 0 and a2 == 0, f"Tanh argument has terms in 1 or x**2 ({a0:.6g}, {a2:.6g})")
+        dtype = ctx.dtype(x)
+        guard(ctx.near(a1, math.sqrt(2 / math.pi), dtype, "Tanh scale"), f"Tanh argument scale {a1:.6g} != sqrt(2/pi)")
+        guard(ctx.near(a3 / a1, 0.044715, dtype, "cubic coefficient"), f"cubic coefficient {a3 / a1:.6g} != 0.044715")
+        y, tail = _gelu_tail(ctx, tanh, x)
+        return x, y, poly + [tanh] + tail
 
 
 class GeluOp(ActivationPattern):

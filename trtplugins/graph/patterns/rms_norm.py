@@ -3,7 +3,7 @@ Sqrt + Div, Sqrt + Reciprocal or 1 / Sqrt, through no-op Casts."""
 
 from __future__ import annotations
 
-from ..match import affine, close, inv_std, need, reduce_last_axis, scalar
+from ..match import affine, close, inv_std, need, producer_op, reduce_last_axis, scalar
 from .base import NormPattern
 
 
@@ -12,13 +12,16 @@ class RmsNorm(NormPattern):
 
     def core(self, sq, ctx):
         x = ctx.source(sq.inputs[0])
+        centred = producer_op(x, "Sub")
+        need(centred is None or producer_op(ctx.source(centred.inputs[1]), "ReduceMean") is None,
+             "the square of x - mean: a LayerNorm's variance")
         if sq.op == "Pow":
             need(close(scalar(sq.inputs[1]), 2.0))
         else:
             need(ctx.source(sq.inputs[1]) is x)
         var = ctx.consumer(sq.outputs[0], "ReduceMean")
         need(reduce_last_axis(var, ctx))
-        y, tail, eps = inv_std(ctx, var.outputs[0], x)
+        y, tail, eps = inv_std(ctx, var.outputs[0], [x])
         nodes = [sq, var] + tail
         gamma = affine(ctx, y, "Mul")
         if gamma:
