@@ -304,8 +304,8 @@ def write_report(data, out: Path, history: str):
          "kernel) / our time. Speedups are peer time / our time.", "",
          "Peers: eager = the unfused PyTorch chain (x + b then F.gelu / clamp(relu); x (+ skip) then F.layer_norm; "
          "HF LLaMA's RMSNorm chain with FP32 statistics); compile = torch.compile(chain, dynamic=False, fullgraph=True, "
-         "mode=\"max-autotune-no-cudagraphs\"), compiled afresh for each shape (a compile that produced no graph "
-         "fails the point rather than timing eager); liger = Liger-Kernel's forward (layer_norm_forward, "
+         "mode=\"max-autotune-no-cudagraphs\"), compiled afresh for each shape where its column has a value (compiles take 3-10 s each: the device "
+         "time of a run decides how many; a compile that produced no graph fails the point rather than timing eager); liger = Liger-Kernel's forward (layer_norm_forward, "
          "rms_norm_forward casting 'llama', fused_add_rms_norm_forward). skip_rms_norm writes the sum too (all "
          "peers); skip_layer_norm does not.", "",
          f"Empty kernel (launch to completion, in a graph): {empty * 1e6:.2f} us.", ""]
@@ -402,6 +402,8 @@ def main():
                     help="compile the peer only at these hidden sizes (default: every point)")
     ap.add_argument("--compile-dtypes", nargs="*", default=list(DTYPES), choices=list(DTYPES))
     ap.add_argument("--sweep", action="store_true", help="time every norm kernel variant (ours only)")
+    ap.add_argument("--merge-into", type=Path, default=None, metavar="RESULTS_JSON",
+                    help="time only the selected points and replace them in this results.json (the rest is kept)")
     ap.add_argument("--report-only", type=Path, default=None, metavar="RESULTS_JSON",
                     help="rewrite RESULTS.md and bandwidth.png from a results.json, timing nothing")
     ap.add_argument("--history", type=Path, default=None, help="markdown whose '## History' section is kept "
@@ -418,6 +420,11 @@ def main():
         data = json.loads(args.report_only.read_text())
     else:
         data = bench(args)
+        if args.merge_into:
+            old = json.loads(args.merge_into.read_text())
+            key = lambda r: (r["op"], r["dtype"], r["rows"], r["hidden"])  # noqa: E731
+            new = {key(r): r for r in data["results"]}
+            data["results"] = [new.pop(key(r), r) for r in old["results"]] + list(new.values())
         (args.out / "results.json").write_text(json.dumps(data, indent=1))
     write_report(data, args.out, history)
     try:
