@@ -365,17 +365,19 @@ def plot(data, out: Path):
         for j, d in enumerate(dts):
             ax = axes[i][j]
             pts = sorted((r for r in res if r["op"] == op and r["dtype"] == d), key=lambda r: r["hidden"])
-            for key, style in (("ours", "o-"), ("eager", "s--"), ("compile", "D-"), ("liger", "^-")):
-                xs = [r["hidden"] for r in pts if r.get(key)]
-                ys = [r["copy"] / r[key] * 100 for r in pts if r.get(key)]
-                if xs:
-                    ax.plot(xs, ys, style, label=key, markersize=3)
+            for key, style, color in (("ours", "o-", "C0"), ("eager", "s--", "C1"), ("compile", "D-", "C2"),
+                                      ("liger", "^-", "C3")):
+                for odd in (False, True):  # odd hidden sizes: unconnected crosses
+                    sel = [r for r in pts if r.get(key) and (r["hidden"] not in HIDDENS) == odd]
+                    if sel:
+                        ax.plot([r["hidden"] for r in sel], [r["copy"] / r[key] * 100 for r in sel],
+                                "x" if odd else style, color=color, label=None if odd else key, markersize=4 if odd else 3)
             ax.axhline(100, color="gray", lw=0.8)
             ax.set_xscale("log", base=2)
             ax.set_ylim(0, 110)
             ax.set_title(f"{op} {d}", fontsize=9)
             ax.set_ylabel("% of copy bandwidth", fontsize=8)
-            ax.set_xlabel("hidden (x >= 96 MiB)", fontsize=8)
+            ax.set_xlabel("hidden (x >= 96 MiB; crosses: odd sizes)", fontsize=8)
             ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "bandwidth.png", dpi=80)
