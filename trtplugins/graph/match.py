@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
+from onnx_graphsurgeon.ir.tensor import LazyValues
 
 FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 
@@ -69,11 +70,19 @@ _FOLD = {
 }
 
 
+def values(c: gs.Constant) -> np.ndarray:
+    """A constant's values. A tensor still in external data is read without being kept: reading
+    c.values would make it an in-graph array that onnx-graphsurgeon exports with raw data yet
+    still marked EXTERNAL (which onnx.checker rejects), and would grow a large model's protobuf."""
+    v = c._values
+    return np.asarray(v.load() if isinstance(v, LazyValues) else v)
+
+
 def const(t: gs.Tensor) -> np.ndarray | None:
     """Value of an initializer, a Constant node output, an Identity or Cast of one, or a
     small elementwise expression of constants; else None."""
     if isinstance(t, gs.Constant):
-        return np.asarray(t.values)
+        return values(t)
     p = producer(t)
     if p is None:
         return None
@@ -83,7 +92,7 @@ def const(t: gs.Tensor) -> np.ndarray | None:
         for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
             if key in p.attrs:
                 v = p.attrs[key]
-                return np.asarray(v.values if isinstance(v, gs.Constant) else v)
+                return values(v) if isinstance(v, gs.Constant) else np.asarray(v)
         return None
     if p.op == "Cast" and p.attrs.get("to") in FLOAT_TYPES:
         v = const(p.inputs[0])
@@ -136,7 +145,7 @@ def split_scalar(node: gs.Node) -> tuple[gs.Tensor, float]:
 
 def _same_attrs(a: dict, b: dict) -> bool:
     def value(v):
-        return np.asarray(v.values if isinstance(v, gs.Constant) else v)
+        return values(v) if isinstance(v, gs.Constant) else np.asarray(v)
 
     try:
         return a.keys() == b.keys() and all(np.array_equal(value(a[k]), value(b[k])) for k in a)
