@@ -103,7 +103,7 @@ def _check_private(m: Match, ctx: Ctx) -> None:
         raise Skip("an input is computed inside the pattern")
 
 
-def _attrs(m: Match) -> dict:
+def _attrs(m: Match, version: str) -> dict:
     spec = plugin_ops.spec(m.pattern.plugin)
     attrs = {}
     for f in spec.fields:
@@ -111,7 +111,7 @@ def _attrs(m: Match) -> dict:
             continue
         v = m.attrs[f.name]
         attrs[f.name] = gs.Constant(f.name, np.asarray(v, np.float32)) if f.kind == "weights" else v
-    attrs["plugin_version"] = spec.version
+    attrs["plugin_version"] = version
     return attrs
 
 
@@ -126,11 +126,17 @@ def _typed(t: gs.Variable, ctx: Ctx) -> None:
         t.shape = [d if d is not None else "" for d in info[1]]
 
 
-def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[onnx.ModelProto, Report]:
+def substitute(model: onnx.ModelProto, ops: list[str] | None = None,
+               plugin_api: str = plugin_ops.DEFAULT_API) -> tuple[onnx.ModelProto, Report]:
     """Replace fusable subgraphs with plugin nodes. Never mutates model.
 
     ops: None for the default policy, else pattern names / plugin names / "default" / "all"
-    (see patterns.select); a pattern named explicitly is replaced wherever it matches."""
+    (see patterns.select); a pattern named explicitly is replaced wherever it matches.
+    plugin_api: "v2" (plugin_version "1", IPluginV2DynamicExt) or "v3" (plugin_version "2",
+    IPluginV3: what TensorRT-RTX imports)."""
+    if plugin_api not in plugin_ops.VERSIONS:
+        raise GraphError(f"unknown plugin API {plugin_api!r}; expected one of {', '.join(plugin_ops.VERSIONS)}")
+    version = plugin_ops.VERSIONS[plugin_api]
     check_supported(model)
     try:
         selection = select(ops)
@@ -181,7 +187,7 @@ def substitute(model: onnx.ModelProto, ops: list[str] | None = None) -> tuple[on
         while name in names:
             name += "_"
         names.add(name)
-        graph.nodes.append(gs.Node(m.pattern.plugin, name, _attrs(m), list(m.inputs), list(m.outputs), domain=plugin_ops.DOMAIN))
+        graph.nodes.append(gs.Node(m.pattern.plugin, name, _attrs(m, version), list(m.inputs), list(m.outputs), domain=plugin_ops.DOMAIN))
         report.replaced.append({
             "pattern": m.pattern.name, "plugin": m.pattern.plugin, "variant": m.variant, "node": name,
             "anchor": m.anchor.name, "nodes": [n.name for n in m.nodes],
