@@ -2,6 +2,7 @@
 """Replace fusable subgraphs of an ONNX model with trtplugins plugin nodes.
 
   python scripts/substitute_plugins.py in.onnx -o out.onnx [--ops ...] [--dry-run] [--report FILE.json] [--fp16]
+                                       [--plugin-api {v2,v3}]
 
 Prints per pattern how many matches were replaced and how many nodes removed, and what
 was left and why. --fp16 also converts the result to FP16 (FP32 I/O kept): the way to
@@ -16,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clean clone
 
+from trtplugins import ops as plugin_ops  # noqa: E402
 from trtplugins.graph import GraphError, convert_fp16, load_model, substitute  # noqa: E402
 from trtplugins.graph.io import in_workspace, save_model  # noqa: E402
 from trtplugins.paths import PathError, distinct, output_file  # noqa: E402
@@ -31,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="match and report only, write no model")
     ap.add_argument("--report", type=Path, help="write the report as JSON")
     ap.add_argument("--fp16", action="store_true", help="convert the result to FP16 (FP32 I/O kept)")
+    ap.add_argument("--plugin-api", choices=sorted(plugin_ops.VERSIONS), default=plugin_ops.DEFAULT_API,
+                    help=f"plugin nodes for IPluginV2 (plugin_version {plugin_ops.V2_VERSION!r}, TensorRT 10/11) or "
+                         f"IPluginV3 (plugin_version {plugin_ops.V3_VERSION!r}, TensorRT 10/11 and TensorRT-RTX); "
+                         f"default {plugin_ops.DEFAULT_API}")
     args = ap.parse_args(argv)
     if not args.dry_run and args.output is None:
         ap.error("-o/--output is required unless --dry-run")
@@ -42,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         distinct(outputs)
         model = load_model(args.model)
         with in_workspace(model):
-            out, report = substitute(model, args.ops)
+            out, report = substitute(model, args.ops, args.plugin_api)
             if args.fp16:
                 out = convert_fp16(out)
     except (GraphError, PathError) as e:

@@ -58,20 +58,18 @@ def test_every_field_type_through_the_real_parser(tmp_path):
     assert s["plugin_layers"] == ["bias_gelu", "skip_layernorm", "rmsnorm", "relu"]
     assert s["layers"] == {"PLUGIN_V3": 4} and s["backend"].startswith("TensorRT-RTX 1.")
     assert plan.stat().st_size == s["size"] > 0
-    assert s["inputs"]["x"] == [[1, 1, HIDDEN], [4, 4, HIDDEN], [16, 16, HIDDEN]]
+    x = next(b for b in s["io"] if b["name"] == "x")
+    assert x["profile"] == [[1, 1, HIDDEN], [4, 128, HIDDEN], [16, 512, HIDDEN]]  # trtplugins.build's defaults
 
 
 def test_substituted_demo_builds_with_one_plugin_layer_per_substitution(tmp_path):
     from trtplugins.demo import make_model
     from trtplugins.graph import substitute
 
-    model, report = substitute(make_model(layers=2))
+    model, report = substitute(make_model(layers=2), plugin_api="v3")
     nodes = [n for n in model.graph.node if n.domain == ops.DOMAIN]
     assert len(nodes) == len(report.replaced) >= 4
-    for n in nodes:  # V3 nodes (the substitution writes V2 ones until it gains the option)
-        for a in n.attribute:
-            if a.name == "plugin_version":
-                a.s = ops.V3_VERSION.encode()
+    assert {a.s.decode() for n in nodes for a in n.attribute if a.name == "plugin_version"} == {ops.V3_VERSION}
     s = rtx.build_engine(model, tmp_path / "demo.plan")
     assert len(s["plugin_layers"]) == len(report.replaced)
     assert sorted(s["plugin_layers"]) == sorted(n.name for n in nodes)

@@ -58,6 +58,24 @@ def test_cli_writes_model_and_report(model_file, tmp_path, capsys):
     assert json.loads(rep.read_text())["patterns"]["gelu_erf"]["matches"] == 1
 
 
+def _versions(m):
+    return [a.s.decode() for n in m.graph.node for a in n.attribute if a.name == "plugin_version"]
+
+
+def test_cli_plugin_api(model_file, tmp_path, capsys):
+    """--plugin-api v3: IPluginV3 nodes (plugin_version "2", what TensorRT-RTX imports); default v2 ("1")."""
+    v2, v3 = tmp_path / "v2.onnx", tmp_path / "v3.onnx"
+    assert cli.main([str(model_file), "-o", str(v2)]) == 0
+    assert cli.main([str(model_file), "-o", str(v3), "--plugin-api", "v3"]) == 0
+    assert _versions(onnx.load(str(v2))) == ["1"] and _versions(onnx.load(str(v3))) == ["2"]
+    onnx.checker.check_model(onnx.load(str(v3)), full_check=True)
+    with pytest.raises(GraphError, match="unknown plugin API 'v4'; expected one of v2, v3"):
+        substitute(gelu_model(), plugin_api="v4")
+    with pytest.raises(SystemExit) as e:
+        cli.main([str(model_file), "-o", str(v3), "--plugin-api", "v4"])
+    assert e.value.code == 2
+
+
 def test_cli_dry_run_and_fp16(model_file, tmp_path, capsys):
     assert cli.main([str(model_file), "--dry-run"]) == 0
     assert "gelu_erf" in capsys.readouterr().out

@@ -33,6 +33,8 @@ MODULES = {
 }
 #: TensorRT-RTX 1.x implements the TensorRT 11 plugin ABI
 RTX_PLUGIN_MAJOR = 11
+#: the split PyPI wheels put TensorRT-RTX's shared libraries in this package
+RTX_LIBS_MODULE = "tensorrt_rtx_libs"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _loaded: dict[tuple[int, str], object] = {}
 
@@ -60,6 +62,22 @@ def import_trt(kinds: Iterable[str] = ("tensorrt", "lean"), need: str = "get_plu
                 return mod, kind
             errors.append(f"{name}: has no {need}")
     raise PluginLibraryError("no TensorRT Python module found (" + "; ".join(errors) + ")")
+
+
+def rtx_runtime_library(mod=None) -> Path:
+    """libtensorrt_rtx.so.<N> of the installed TensorRT-RTX: in its libs wheel, else beside its module."""
+    mod = mod or import_trt(("rtx",), need="Builder")[0]
+    dirs = []
+    try:
+        dirs.append(Path(importlib.import_module(RTX_LIBS_MODULE).__file__).parent)
+    except ImportError:
+        pass
+    dirs.append(Path(mod.__file__).parent)
+    for d in dirs:
+        found = sorted(d.glob("libtensorrt_rtx.so.*"))
+        if found:
+            return found[0]
+    raise PluginLibraryError(f"libtensorrt_rtx.so.* not found in {', '.join(map(str, dirs))}")
 
 
 def module_kind(mod) -> str:

@@ -26,7 +26,9 @@ DOMAIN = "trtplugins"
 V2_VERSION = _SCHEMA["versions"]["v2"]  # IPluginV2DynamicExt + IPluginCreator (deprecated by TensorRT)
 V3_VERSION = _SCHEMA["versions"]["v3"]  # IPluginV3 + IPluginCreatorV3One (TensorRT-RTX imports only these)
 VERSIONS = {"v2": V2_VERSION, "v3": V3_VERSION}
-VERSION = V2_VERSION  # what the graph tools write today
+#: the plugin API the graph tools write unless told otherwise (build_engine.py picks per backend)
+DEFAULT_API = "v3"  # what substitution writes: TensorRT 10+ and TensorRT-RTX take IPluginV3
+VERSION = V2_VERSION  # a node without plugin_version means "1" to the ONNX parser; create_plugin's default
 NAMESPACE = _SCHEMA["namespace"]
 
 

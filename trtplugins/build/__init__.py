@@ -23,7 +23,7 @@ from .cli import cli_args, default_output, main, run
 from .engine import build, build_file
 from .errors import BuildError
 from .model import load_onnx, plugin_nodes, prepare
-from .plugins import library_hint, load_plugins, missing_creators
+from .plugins import library_hint, load_plugins, missing_creators, plugin_api
 from .profiles import (DEFAULT_BATCH, DEFAULT_DIM, Profile, Shape, fmt_shape, infer_profile, onnx_inputs,
                        parse_shape, parse_shapes)
 from .report import BuildResult
@@ -32,5 +32,5 @@ __all__ = [
     "DEFAULT_BATCH", "DEFAULT_DIM", "INSTALL_HINT", "Backend", "BuildError", "BuildResult", "Profile", "Shape",
     "backend", "build", "build_file", "cli_args", "default_output", "fmt_shape", "infer_profile",
     "library_hint", "load_onnx", "load_plugins", "main", "missing_creators", "onnx_inputs", "parse_shape",
-    "parse_shapes", "plugin_nodes", "prepare", "run",
+    "parse_shapes", "plugin_api", "plugin_nodes", "prepare", "run",
 ]

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .. import paths
+from .. import ops, paths
 from .backend import backend
 from .engine import build_file
 from .errors import BuildError
@@ -33,6 +33,9 @@ def cli_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--plugins", metavar="LIB", help="plugin library to load instead of trtplugins.load()")
     ap.add_argument("--backend", choices=("auto", "tensorrt", "rtx"), default="auto",
                     help="auto: full TensorRT if installed, else TensorRT-RTX (the choice is printed)")
+    ap.add_argument("--plugin-api", choices=sorted(ops.VERSIONS),
+                    help=f"plugin nodes the substitution writes: v2 (plugin_version {ops.V2_VERSION!r}, IPluginV2) or "
+                         f"v3 ({ops.V3_VERSION!r}, IPluginV3); default {ops.DEFAULT_API} (TensorRT-RTX imports only V3)")
     ap.add_argument("--save-onnx", metavar="FILE", help="also save the ONNX that was parsed (after substitution)")
     ap.add_argument("--summary-json", metavar="FILE", help="write the build summary as JSON")
     ap.add_argument("--verbose", action="store_true")
@@ -73,7 +76,7 @@ def run(a: argparse.Namespace, log=print) -> BuildResult:
     log(f"backend: {be.label} ({be.why})")
     check_plugins_arg(be, a.plugins)
     res, _ = build_file(a.model, be=be, substitute=not a.no_substitute, fp16=a.fp16, plugins=a.plugins,
-                        save_onnx=a.save_onnx, log=log, shapes=a.shapes, workspace_mb=a.workspace,
+                        save_onnx=a.save_onnx, plugin_api=a.plugin_api, log=log, shapes=a.shapes, workspace_mb=a.workspace,
                         timing_cache=a.timing_cache, tf32=not a.no_tf32, verbose=a.verbose)
     res.path = a.output or default_output(a.model, a.fp16)
     Path(res.path).write_bytes(res.plan)

@@ -12,6 +12,7 @@ from .backend import Backend, _Logger, backend, progress_monitor
 from .errors import BuildError
 from .model import load_onnx, plugin_nodes, prepare
 from .plugins import library_hint, load_plugins, missing_creators
+from .plugins import plugin_api as choose_api
 from .profiles import Profile, infer_profile, onnx_inputs
 from .report import BuildResult, engine_io, engine_layers, network_io, network_layers
 
@@ -49,12 +50,15 @@ def build(
     onnx_path: str | None = None,
     verbose: bool = False,
     progress: bool = True,
+    plugins: str | None = None,
     log=print,
 ) -> BuildResult:
     """Parse an (already prepared) ONNX ModelProto and build a serialized engine.
 
     fp16 here only sets the FP16 builder flag, which exists on TensorRT 10 only;
     strongly typed backends take their precision from the model (see prepare()).
+    TensorRT-RTX builds a model with plugin nodes in a child process (trtplugins.rtx) that
+    loads `plugins` (default: the built plugin library).
     """
     be = be or backend()
     trt = be.trt
@@ -64,6 +68,12 @@ def build(
     logger = _Logger(trt, verbose)
     logger.quiet = True
     nodes = plugin_nodes(model)
+    if nodes and be.rtx:
+        from .. import rtx
+
+        if not rtx.in_build_process():
+            return rtx.build_result(model, library=plugins, shapes=shapes, workspace_mb=workspace_mb,
+                                    timing_cache=timing_cache, tf32=tf32, verbose=verbose, progress=progress, log=log)
     if nodes:
         missing = missing_creators(trt.get_plugin_registry(), nodes)
         if missing and not be.rtx:
@@ -140,16 +150,21 @@ def build(
 
 
 def build_file(path, *, be: Backend | None = None, substitute: bool = True, fp16: bool = False,
-               plugins: str | None = None, save_onnx: str | None = None, log=print, **kw):
+               plugins: str | None = None, save_onnx: str | None = None, plugin_api: str | None = None,
+               log=print, **kw):
     """load_onnx -> prepare -> load_plugins -> build, with the FP16 rule of the backend
-    (TensorRT 10: builder flag; TensorRT 11 / RTX: FP16-converted model).
+    (TensorRT 10: builder flag; TensorRT 11 / RTX: FP16-converted model) and its plugin API
+    (TensorRT-RTX: V3 nodes; full TensorRT: ops.DEFAULT_API unless plugin_api says otherwise).
     Returns (BuildResult, the ModelProto that was parsed)."""
     be = be or backend()
-    model, report = prepare(load_onnx(path), substitute=substitute, fp16=fp16 and be.strongly_typed, log=log)
+    api = choose_api(be, plugin_api)
+    model, report = prepare(load_onnx(path), substitute=substitute, fp16=fp16 and be.strongly_typed, log=log,
+                            plugin_api=api)
     if save_onnx:
         graph_io.save_model(model, save_onnx)
         log(f"saved parsed ONNX to {save_onnx}")
-    load_plugins(be, plugins, required=bool(plugin_nodes(model)), log=log)
-    res = build(model, be=be, fp16=fp16 and not be.strongly_typed, onnx_path=os.fspath(path), log=log, **kw)
+    lib = load_plugins(be, plugins, required=bool(plugin_nodes(model)), log=log)
+    res = build(model, be=be, fp16=fp16 and not be.strongly_typed, onnx_path=os.fspath(path), plugins=lib, log=log,
+                **kw)
     res.substitution = report
     return res, model

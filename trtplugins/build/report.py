@@ -41,10 +41,19 @@ class BuildResult:
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("path", "backend", "seconds", "layers", "layer_source", "io", "notes")}
         d["size"] = len(self.plan)
-        d["plugin_layers"] = [list(p) for p in self.plugin_layers]
+        d["plugin_layers"] = [name for name, _ in self.plugin_layers]
+        d["plugin_layer_types"] = [t for _, t in self.plugin_layers]
         if self.substitution is not None and hasattr(self.substitution, "to_dict"):
             d["substitution"] = self.substitution.to_dict()
         return d
+
+
+    @classmethod
+    def from_dict(cls, d: dict, plan: bytes) -> "BuildResult":
+        """The result to_dict() described (without its substitution report), with its plan."""
+        plugins = list(zip(d["plugin_layers"], d["plugin_layer_types"]))
+        return cls(plan, d["backend"], d["seconds"], d["layers"], plugins, d["layer_source"], d["io"], d["notes"],
+                   path=d["path"])
 
 
 def _enum(v) -> str:

@@ -158,7 +158,7 @@ def _check_private(m: Match, ctx: Ctx) -> None:
         raise Skip("an input is computed inside the pattern")
 
 
-def _attrs(m: Match) -> dict:
+def _attrs(m: Match, version: str) -> dict:
     spec = plugin_ops.spec(m.pattern.plugin)
     attrs = {}
     for f in spec.fields:
@@ -166,7 +166,7 @@ def _attrs(m: Match) -> dict:
             continue
         v = m.attrs[f.name]
         attrs[f.name] = gs.Constant(f.name, np.asarray(v, np.float32)) if f.kind == "weights" else v
-    attrs["plugin_version"] = spec.version
+    attrs["plugin_version"] = version
     return attrs
 
 
@@ -181,12 +181,18 @@ def _typed(t: gs.Variable, ctx: Ctx) -> None:
         t.shape = [d if d is not None else "" for d in info[1]]
 
 
-def substitute(model: onnx.ModelProto, ops: str | list[str] | None = None) -> tuple[onnx.ModelProto, Report]:
+def substitute(model: onnx.ModelProto, ops: str | list[str] | None = None,
+               plugin_api: str = plugin_ops.DEFAULT_API) -> tuple[onnx.ModelProto, Report]:
     """Replace fusable subgraphs with plugin nodes. Never mutates model.
 
     ops: None for the default policy, else pattern names / plugin names / "default" / "all"
     (see patterns.select), one name as a string or a list; a pattern named explicitly is
-    replaced wherever it matches."""
+    replaced wherever it matches.
+    plugin_api: "v3" (plugin_version "2", IPluginV3: TensorRT 10+, and all TensorRT-RTX imports)
+    or "v2" (plugin_version "1", IPluginV2DynamicExt: engines built before V3 existed)."""
+    if plugin_api not in plugin_ops.VERSIONS:
+        raise GraphError(f"unknown plugin API {plugin_api!r}; expected one of {', '.join(plugin_ops.VERSIONS)}")
+    version = plugin_ops.VERSIONS[plugin_api]
     if isinstance(ops, str):
         ops = [ops]
     model, notes = repaired(model)
@@ -263,7 +269,7 @@ def substitute(model: onnx.ModelProto, ops: str | list[str] | None = None) -> tu
         while name in names:
             name += "_"
         names.add(name)
-        graph.nodes.append(gs.Node(m.pattern.plugin, name, _attrs(m), list(m.inputs), list(m.outputs), domain=plugin_ops.DOMAIN))
+        graph.nodes.append(gs.Node(m.pattern.plugin, name, _attrs(m, version), list(m.inputs), list(m.outputs), domain=plugin_ops.DOMAIN))
         report.replaced.append({
             "pattern": m.pattern.name, "plugin": m.pattern.plugin, "variant": m.variant, "node": name,
             "anchor": m.anchor.name, "nodes": [n.name for n in m.nodes], **({"notes": m.notes} if m.notes else {}),
