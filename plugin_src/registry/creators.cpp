@@ -9,6 +9,7 @@
 #include "../adapters/v2.h"
 #include "../adapters/v3.h"
 #include "../ops/bias_activation.h"
+#include "../ops/group_norm.h"
 #include "../ops/skip_norm.h"
 
 namespace trtp {
@@ -30,7 +31,8 @@ struct OpList {
 // THE list of ops: one line each.
 using AllOps = OpList<
     BiasActivationOp,
-    SkipNormOp>;
+    SkipNormOp,
+    GroupNormOp>;
 
 } // namespace
 
