@@ -103,8 +103,10 @@ OPS: dict[str, OpSpec] = {d["name"]: _op(d) for d in _SCHEMA["ops"]}
 
 BIAS_ACTIVATION = "BiasActivation"
 SKIP_NORM = "SkipNorm"
+GROUP_NORM = "GroupNorm"
 ACTIVATIONS = OPS[BIAS_ACTIVATION].field("activation").choices
 NORMS = OPS[SKIP_NORM].field("norm").choices
+GROUP_NORM_ACTIVATIONS = OPS[GROUP_NORM].field("activation").choices
 
 
 def spec(name: str) -> OpSpec:
