@@ -3,8 +3,8 @@
   (scale ones, bias zeros) -> Reshape back (Shape(x) or x's dims) -> Mul gamma [C,1,1] -> Add beta;
 - the decomposed form: Reshape [N, G, -1] -> the LayerNorm chain over the last axis -> Reshape back
   -> Mul gamma -> Add beta;
-- the GroupNormalization op (opset 21; the deprecated opset-18 op, scale and bias per group, is
-  converted to it by graph.repair).
+- the GroupNormalization op (opset 21: scale and bias per channel; the deprecated opset-18 op, per
+  group, which graph.repair converts to opset 21 leaving its scale and bias as they are).
 Each with what surrounds a GroupNorm in a UNet folded in: a per-channel constant Add in front
 (bias), a residual Add of x's shape or a broadcast [N, C, 1, ...] Add (the time embedding) in front
 (the sum as second output where others use it), and SiLU after (Sigmoid + Mul)."""
@@ -231,6 +231,8 @@ class GroupNormOp(GroupNormPattern):
         scale, bias = const(node.inputs[1]), const(node.inputs[2])
         guard(scale is not None and bias is not None, "scale or bias is not a constant")
         guard(int(node.attrs.get("stash_type", 1)) == 1, "stash_type is not float32")
+        if scale.size == g and g != c:  # an opset-18 op (per group), which onnx.version_converter keeps as it is
+            scale, bias = np.repeat(scale.reshape(-1), c // g), np.repeat(bias.reshape(-1), c // g)
         return x, node.outputs[0], [node], g, scale, bias, float(node.attrs.get("epsilon", 1e-5))
 
 
