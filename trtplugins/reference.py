@@ -143,7 +143,7 @@ def group_norm(
         if skip.shape != x.shape and skip.shape != (n, c) + (1,) * (x.ndim - 2):
             raise ValueError(f"skip shape {skip.shape} is neither x's {x.shape} nor [N, C, 1, ...]")
         s = s + _f64(skip)
-    g = s.reshape(n, num_groups, -1)
+    g = s.reshape(n, num_groups, c // num_groups * int(np.prod(x.shape[2:])))
     centered = g - g.mean(axis=-1, keepdims=True)
     y = (centered / np.sqrt((centered**2).mean(axis=-1, keepdims=True) + epsilon)).reshape(x.shape)
     y = y * _f64(gamma).reshape(chan)
