@@ -109,6 +109,22 @@ def skip_norm(
     return (y, s.astype(x.dtype)) if output_sum else y
 
 
+def legacy_gelu(x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """TensorRT OSS's CustomGeluPluginDynamic: gelu_tanh(x + bias), bias over the hidden dim (the
+    last dim that is not a trailing 1: E of [S, B, E, 1, 1])."""
+    x = np.asarray(x)
+    k = x.ndim - 1
+    while k > 0 and x.shape[k] == 1:
+        k -= 1
+    s = x.astype(np.float64)
+    if bias is not None:
+        _check_vec("bias", np.asarray(bias), x.shape[k] if x.ndim else 1)
+        shape = [1] * x.ndim
+        shape[k] = -1
+        s = s + _f64(bias).reshape(shape)
+    return activation("gelu_tanh", s).astype(x.dtype)
+
+
 def group_norm(
     x: np.ndarray,
     skip: np.ndarray | None = None,
@@ -168,6 +184,8 @@ def run(op_type: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]
         raise ValueError(f"{op_type} takes {spec.min_inputs}..{spec.max_inputs} inputs, got {len(inputs)}")
     if op_type == ops.BIAS_ACTIVATION:
         return [bias_activation(inputs[0], attrs.get("bias"), attrs["activation"])]
+    if op_type == ops.LEGACY_GELU:
+        return [legacy_gelu(inputs[0], attrs.get("bias"))]
     if op_type == ops.GROUP_NORM:
         out = group_norm(
             inputs[0],

@@ -10,6 +10,7 @@
 #include "../adapters/v3.h"
 #include "../ops/bias_activation.h"
 #include "../ops/group_norm.h"
+#include "../ops/legacy_gelu.h"
 #include "../ops/skip_norm.h"
 
 namespace trtp {
@@ -32,7 +33,8 @@ struct OpList {
 using AllOps = OpList<
     BiasActivationOp,
     SkipNormOp,
-    GroupNormOp>;
+    GroupNormOp,
+    LegacyGeluOp>; // TensorRT OSS's CustomGeluPluginDynamic (removed in 11.0), computed by BiasActivation's kernel
 
 } // namespace
 
