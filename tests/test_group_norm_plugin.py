@@ -7,18 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from plugin_harness import BF16, FLOAT, HALF, INT8, PF_CHAR, PF_FLOAT32, PF_INT32, Harness, find_harness
+from plugin_harness import BF16, FLOAT, HALF, INT8, PF_CHAR, PF_FLOAT32, PF_INT32
 
 C = 32
 
 
-@pytest.fixture(scope="module", params=[(m, api) for m in (10, 11) for api in (2, 3)], ids=lambda p: f"trt{p[0]}-v{p[1]}")
-def h(request):
-    major, api = request.param
-    path = find_harness(major)
-    if path is None:
-        pytest.skip(f"harness for TensorRT {major} not built (needs nvcc and TensorRT {major} headers)")
-    return Harness(path, api)
 
 
 def gn(h, **kw):

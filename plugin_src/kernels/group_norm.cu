@@ -202,6 +202,22 @@ __device__ __forceinline__ void loadPacks(const Gn<T>& a, const Chunk<T>& c, Wal
     }
 }
 
+// Calls f(s, q, off) for each of this thread's packs of the chunk: s its values (x + skip + the
+// per-channel part), q its channel in the group, off its chunk-local offset.
+template <class T, int VEC, GroupNormSkip SKIP, class F>
+__device__ __forceinline__ void forEachPack(const Gn<T>& a, const Chunk<T>& c, F&& f) {
+    Walk w(a, c, VEC);
+    while (w.j < c.len) {
+        float s[kUnroll<VEC>][VEC];
+        bool in[kUnroll<VEC>];
+        int32_t q[kUnroll<VEC>], off[kUnroll<VEC>];
+        loadPacks<T, VEC, SKIP>(a, c, w, s, in, q, off);
+#pragma unroll
+        for (int u = 0; u < kUnroll<VEC>; ++u)
+            if (in[u]) f(s[u], q[u], off[u]);
+    }
+}
+
 template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds__(kThreads, kMinBlocks) statsKernel(Gn<T> a) {
     __shared__ float red[2][32];
     const Chunk<T> c(a, blockIdx.x);
@@ -209,24 +225,15 @@ template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds_
     const T* gx = c.x - c.begin;
     float k = toFloat(gx[0]) + channelAdd<T, SKIP>(c, 0);
     if constexpr (SKIP == GroupNormSkip::kFull) k += toFloat((c.skip - c.begin)[0]);
-    Walk w(a, c, VEC);
     float s1 = 0.f, s2 = 0.f;
-    while (w.j < c.len) {
-        float s[kUnroll<VEC>][VEC];
-        bool in[kUnroll<VEC>];
-        int32_t q[kUnroll<VEC>], off[kUnroll<VEC>];
-        loadPacks<T, VEC, SKIP>(a, c, w, s, in, q, off);
+    forEachPack<T, VEC, SKIP>(a, c, [&](const float (&s)[VEC], int32_t, int32_t) {
 #pragma unroll
-        for (int u = 0; u < kUnroll<VEC>; ++u) {
-            if (!in[u]) continue;
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                const float d = s[u][e] - k;
-                s1 += d;
-                s2 = fmaf(d, d, s2);
-            }
+        for (int e = 0; e < VEC; ++e) {
+            const float d = s[e] - k;
+            s1 += d;
+            s2 = fmaf(d, d, s2);
         }
-    }
+    });
     const float2 t = blockSum2(s1, s2, red);
     if (threadIdx.x == 0) {
         a.partials[blockIdx.x] = t;
@@ -257,26 +264,17 @@ template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds_
     }
     __syncthreads();
     const float mean = stats[0], rstd = stats[1];
-    Walk w(a, c, VEC);
-    while (w.j < c.len) {
-        float s[kUnroll<VEC>][VEC];
-        bool in[kUnroll<VEC>];
-        int32_t q[kUnroll<VEC>], off[kUnroll<VEC>];
-        loadPacks<T, VEC, SKIP>(a, c, w, s, in, q, off);
+    forEachPack<T, VEC, SKIP>(a, c, [&](const float (&s)[VEC], int32_t q, int32_t off) {
+        const float sc = rstd * __ldg(c.gamma + q), sh = c.beta ? __ldg(c.beta + q) : 0.f;
+        if (c.sum) storeFloats<T, VEC>(c.sum + off, s);
+        float o[VEC];
 #pragma unroll
-        for (int u = 0; u < kUnroll<VEC>; ++u) {
-            if (!in[u]) continue;
-            const float sc = rstd * __ldg(c.gamma + q[u]), sh = c.beta ? __ldg(c.beta + q[u]) : 0.f;
-            if (c.sum) storeFloats<T, VEC>(c.sum + off[u], s[u]);
-            float o[VEC];
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                o[e] = fmaf(s[u][e] - mean, sc, sh);
-                if (a.act == GroupNormAct::kSilu) o[e] = __fdividef(o[e], 1.f + __expf(-o[e])); // exp overflow -> 0
-            }
-            storeFloats<T, VEC>(c.y + off[u], o);
+        for (int e = 0; e < VEC; ++e) {
+            o[e] = fmaf(s[e] - mean, sc, sh);
+            if (a.act == GroupNormAct::kSilu) o[e] = __fdividef(o[e], 1.f + __expf(-o[e])); // exp overflow -> 0
         }
-    }
+        storeFloats<T, VEC>(c.y + off, o);
+    });
 }
 
 template <class T, int VEC, GroupNormSkip SKIP> cudaError_t launchPasses(const Gn<T>& a, unsigned grid, cudaStream_t s) {

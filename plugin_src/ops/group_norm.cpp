@@ -1,7 +1,5 @@
 #include "group_norm.h"
 
-#include <cmath>
-
 namespace trtp {
 namespace {
 constexpr EnumName<GroupNormAct> kActs[] = {{"none", GroupNormAct::kNone}, {"silu", GroupNormAct::kSilu}};
@@ -9,14 +7,10 @@ constexpr EnumName<GroupNormAct> kActs[] = {{"none", GroupNormAct::kNone}, {"sil
 
 GroupNormOp::GroupNormOp(Params p) : mP(std::move(p)) {
     if (!isKnown(mP.act, kActs)) fail("activation code %d is invalid", static_cast<int>(mP.act));
-    if (!(std::isfinite(mP.epsilon) && mP.epsilon > 0.f)) fail("epsilon must be finite and > 0, got %g", mP.epsilon);
-    if (mP.gamma.empty()) fail("gamma must have at least one value (one per channel)");
-    const size_t c = mP.gamma.size();
+    mP.check();
     if (mP.numGroups < 1) fail("num_groups must be >= 1, got %d", mP.numGroups);
-    if (c % static_cast<size_t>(mP.numGroups))
-        fail("%zu channels (gamma values) are not divisible by num_groups %d", c, mP.numGroups);
-    if (!mP.beta.empty() && mP.beta.size() != c) fail("beta has %zu values, gamma has %zu", mP.beta.size(), c);
-    if (!mP.bias.empty() && mP.bias.size() != c) fail("bias has %zu values, gamma has %zu", mP.bias.size(), c);
+    if (mP.gamma.size() % static_cast<size_t>(mP.numGroups))
+        fail("%zu channels (gamma values) are not divisible by num_groups %d", mP.gamma.size(), mP.numGroups);
 }
 
 const OpSchema& GroupNormOp::schema() {
@@ -41,50 +35,30 @@ const OpSchema& GroupNormOp::schema() {
 GroupNormOp GroupNormOp::fromFields(const FieldParser& f) {
     Params p;
     p.numGroups = FieldParser::required(f.int32("num_groups"), "num_groups");
-    p.epsilon = f.float32("epsilon").value_or(kEpsilon);
-    p.gamma = FieldParser::required(f.weights("gamma"), "gamma");
-    p.beta = f.weights("beta").value_or(std::vector<float>{});
-    p.bias = f.weights("bias").value_or(std::vector<float>{});
+    static_cast<NormWeights&>(p) = NormWeights::fromFields(f, kEpsilon);
     const auto act = f.string("activation");
     p.act = act ? parseEnum(*act, kActs, "activation") : GroupNormAct::kNone;
-    const int32_t sum = f.int32("output_sum").value_or(0);
-    if (sum != 0 && sum != 1) fail("output_sum must be 0 or 1, got %d", sum);
-    p.outputSum = sum == 1;
     return GroupNormOp(std::move(p));
 }
 
 void GroupNormOp::toFields(FieldWriter& w) const {
     w.int32("num_groups", mP.numGroups);
-    w.float32("epsilon", mP.epsilon);
-    w.weights("gamma", mP.gamma);
-    w.weights("beta", mP.beta);
-    w.weights("bias", mP.bias);
     w.string("activation", enumName(mP.act, kActs));
-    w.int32("output_sum", mP.outputSum ? 1 : 0);
+    mP.NormWeights::toFields(w);
 }
 
 GroupNormOp GroupNormOp::read(Reader& r) {
     Params p;
     p.numGroups = r.pod<int32_t>();
-    p.epsilon = r.pod<float>();
     p.act = static_cast<GroupNormAct>(r.pod<int32_t>());
-    const auto sum = r.pod<int32_t>();
-    if (sum != 0 && sum != 1) fail("serialized output_sum %d is invalid", sum);
-    p.outputSum = sum == 1;
-    p.gamma = r.floats();
-    p.beta = r.floats();
-    p.bias = r.floats();
+    static_cast<NormWeights&>(p) = NormWeights::read(r);
     return GroupNormOp(std::move(p));
 }
 
 void GroupNormOp::write(Writer& w) const {
     w.pod(mP.numGroups);
-    w.pod(mP.epsilon);
     w.pod(static_cast<int32_t>(mP.act));
-    w.pod(static_cast<int32_t>(mP.outputSum));
-    w.floats(mP.gamma);
-    w.floats(mP.beta);
-    w.floats(mP.bias);
+    mP.NormWeights::write(w);
 }
 
 void GroupNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {

@@ -3,6 +3,7 @@
 #pragma once
 #include "../adapters/op.h"
 #include "../kernels/group_norm.h"
+#include "norm_weights.h"
 
 namespace trtp {
 
@@ -12,12 +13,9 @@ public:
     static constexpr float kEpsilon = 1e-5f; // default (torch.nn.GroupNorm's)
     static const OpSchema& schema();
 
-    struct Params {
+    struct Params : NormWeights { // gamma, beta, bias: one value per channel
         int32_t numGroups = 0;
-        float epsilon = kEpsilon;
-        std::vector<float> gamma, beta, bias;
         GroupNormAct act = GroupNormAct::kNone;
-        bool outputSum = false;
     };
     explicit GroupNormOp(Params p);
     static GroupNormOp fromFields(const FieldParser& p);
