@@ -7,7 +7,7 @@
 //     normalizes its chunk, re-reading x, which is mostly still in L2. Pass 2 walks the CTAs in
 //     reverse order, so it starts with the chunks pass 1 read last.
 // 16-byte packs when every pointer is aligned and spatial % pack == 0 (a pack is then inside one
-// channel), one element per access otherwise. No atomics, nothing to zero: the workspace is fully
+// channel), one element per access otherwise; pass 2 stores its packs evict-first. No atomics, nothing to zero: the workspace is fully
 // written by pass 1 before pass 2 reads it (same stream). y and sum may alias x or skip (same
 // shape): each thread loads an element before it stores it, and K travels through the workspace.
 #include "common.cuh"
@@ -128,12 +128,16 @@ template <class T, int VEC> __device__ __forceinline__ void toFloats(const Pack<
     }
 }
 
+// 16-byte packs stored evict-first (st.global.cs): y and the sum are not read again here, while x
+// still is (pass 2 re-reads it from L2; evicting x for y would send those reads to DRAM).
 template <class T, int VEC> __device__ __forceinline__ void storeFloats(T* dst, const float (&f)[VEC]) {
-    if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
-        Pack<uint32_t, VEC / 2> w;
+    if constexpr (sizeof(T) == 2 && VEC == 8) {
+        uint32_t w[4];
 #pragma unroll
-        for (int i = 0; i < VEC / 2; ++i) w.v[i] = float2ToPair<T>(f[2 * i], f[2 * i + 1]);
-        *reinterpret_cast<Pack<uint32_t, VEC / 2>*>(dst) = w;
+        for (int i = 0; i < 4; ++i) w[i] = float2ToPair<T>(f[2 * i], f[2 * i + 1]);
+        __stcs(reinterpret_cast<uint4*>(dst), make_uint4(w[0], w[1], w[2], w[3]));
+    } else if constexpr (sizeof(T) == 4 && VEC == 4) {
+        __stcs(reinterpret_cast<float4*>(dst), make_float4(f[0], f[1], f[2], f[3]));
     } else {
         store<T, VEC>(dst, f);
     }
