@@ -12,6 +12,10 @@ Large points put x beyond the L2 (>= 96 MiB); small points are 1 to 64 rows.
 
   python3 scripts/bench_kernels.py --out benchmarks        # RESULTS.md, bandwidth.png, results.json
   python3 scripts/bench_kernels.py --sweep --out DIR       # time every kernel variant (ours only)
+  python3 scripts/bench_kernels.py --ops group_norm group_norm_silu --out DIR   # the GroupNorm family
+
+GroupNorm points are N x C x H x W (32 groups; SD and SD-XL UNet shapes, 5-168 MB); its peers are
+eager F.group_norm (+ F.silu) and torch.compile of the same chain (no Liger op).
 """
 
 from __future__ import annotations
@@ -39,7 +43,12 @@ ODD = (4100, 5121, 12289)
 SMALL = ((1, 768), (8, 768), (64, 768), (1, 4096), (64, 4096))
 X_BYTES = 96 * 2**20
 EPS = 1e-5
-OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm", "bias_gelu", "bias_relu6")
+GN_OPS = ("group_norm", "group_norm_silu")
+OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm", "bias_gelu", "bias_relu6") + GN_OPS
+#: GroupNorm points (N, C, H, W), 32 groups: Stable Diffusion 1.x/2.x UNet shapes and SD-XL's
+GN_SHAPES = ((2, 320, 64, 64), (2, 640, 32, 32), (8, 640, 64, 64), (2, 320, 128, 128), (2, 1280, 32, 32))
+GN_GROUPS = 32
+NORM_OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm")  # the SkipNorm kernel's
 PEERS = ("ours", "eager", "compile", "liger")
 
 
@@ -100,6 +109,34 @@ def make_op(name, rows, hidden, dt, variant=-1):
         liger = lig and (lambda: lig[2](x, skip, w, EPS, 0.0, "llama")[:2])
     nbytes = (2 + (skip is not None) + with_sum) * n * es + hidden * 4 * (2 if layer else 1)
     return ours, chain, args, liger, nbytes
+
+
+def make_group_norm(name, shape, dt):
+    """(ours, chain, chain_args, None, bytes) for GroupNorm (+ SiLU) over an N, C, H, W point."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    n, c = shape[:2]
+    x = torch.randn(shape, device="cuda", generator=g).to(dt)
+    w32 = torch.randn(c, device="cuda", generator=g) * 0.1 + 1.0
+    b32 = torch.randn(c, device="cuda", generator=g) * 0.1
+    w, b = w32.to(dt), b32.to(dt)
+    y = torch.empty_like(x)
+    act = "silu" if name.endswith("silu") else "none"
+    ws = torch.empty(kernels.group_norm_workspace(n, GN_GROUPS), dtype=torch.uint8, device="cuda")
+    ours = lambda: kernels.group_norm(x, num_groups=GN_GROUPS, gamma=w32, beta=b32, activation=act,  # noqa: E731
+                                      epsilon=EPS, out=y, workspace=ws)
+    if act == "silu":
+        chain = lambda x, w, b: F.silu(F.group_norm(x, GN_GROUPS, w, b, EPS))  # noqa: E731
+    else:
+        chain = lambda x, w, b: F.group_norm(x, GN_GROUPS, w, b, EPS)  # noqa: E731
+    return ours, chain, (x, w, b), None, 2 * x.numel() * x.element_size() + 2 * c * 4
+
+
+def op_points(op, args, dt):
+    """(rows, hidden, make_op result's arguments) of every point of an op: GroupNorm points are
+    N, C, H, W shapes (rows = N * C, hidden = H * W); the others rows x hidden."""
+    if op in GN_OPS:
+        return [(s[0] * s[1], math.prod(s[2:]), s) for s in GN_SHAPES]
+    return [(rows, h, None) for rows, h in points(args, dt)]
 
 
 # --- timing -------------------------------------------------------------------------------------
@@ -224,11 +261,14 @@ def bench(args):
     for op in args.ops:
         for dname in args.dtypes:
             dt = DTYPES[dname]
-            for rows, h in points(args, dt):
-                ours, chain, cargs, liger, nbytes = make_op(op, rows, h, dt)
+            for rows, h, shape in op_points(op, args, dt):
+                ours, chain, cargs, liger, nbytes = make_group_norm(op, shape, dt) if shape else make_op(op, rows, h, dt)
                 est = nbytes / 3.5e12 + 3e-6
                 rec = {"op": op, "dtype": dname, "rows": rows, "hidden": h, "bytes": nbytes,
-                       "variant": kernels.skip_norm_variant(KNAME[dname], h) if "norm" in op else None}
+                       "variant": kernels.skip_norm_variant(KNAME[dname], h) if op in NORM_OPS else None}
+                if shape:
+                    rec["shape"] = "x".join(map(str, shape))
+                    rec["variant"] = kernels.group_norm_plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h)
                 rec["copy"] = copy_time(nbytes)
                 rec["ours"] = graph_time(ours, est)
                 rec["eager"] = graph_time(lambda: chain(*cargs), est * 3)
@@ -252,14 +292,18 @@ def bench(args):
 
 def line(r):
     vs = "  ".join(f"vs {p} {r[p] / r['ours']:.2f}x" for p in ("compile", "liger") if r.get(p))
-    return (f"{r['op']:16s} {r['dtype']} {r['rows']:7d}x{r['hidden']:<6d} {r['bytes'] / 2**20:8.1f} MB  "
+    return (f"{r['op']:16s} {r['dtype']} {shape_of(r):>14s} {r['bytes'] / 2**20:8.1f} MB  "
             f"ours {r['ours'] * 1e6:8.2f} us ({r['copy'] / r['ours'] * 100:5.1f}% copy)  {vs}")
+
+
+def shape_of(r):
+    return r.get("shape") or f"{r['rows']}x{r['hidden']}"
 
 
 def sweep(args):
     """Every feasible variant of the norm kernels at each large point: which one the table picks."""
     out = []
-    for op in [o for o in args.ops if "norm" in o]:
+    for op in [o for o in args.ops if o in NORM_OPS]:
         for dname in args.dtypes:
             dt, kname = DTYPES[dname], KNAME[dname]
             for rows, h in points(args, dt):
@@ -303,17 +347,17 @@ def write_report(data, out: Path, history: str):
          "% copy = time of a device-to-device copy of the same bytes (the faster of torch's copy_ and a Triton copy "
          "kernel) / our time. Speedups are peer time / our time.", "",
          "Peers: eager = the unfused PyTorch chain (x + b then F.gelu / clamp(relu); x (+ skip) then F.layer_norm; "
-         "HF LLaMA's RMSNorm chain with FP32 statistics); compile = torch.compile(chain, dynamic=False, fullgraph=True, "
+         "HF LLaMA's RMSNorm chain with FP32 statistics; F.group_norm, 32 groups, then F.silu); compile = torch.compile(chain, dynamic=False, fullgraph=True, "
          "mode=\"max-autotune-no-cudagraphs\"), compiled afresh for each shape where its column has a value (compiles take 3-10 s each: the device "
          "time of a run decides how many; a compile that produced no graph fails the point rather than timing eager); liger = Liger-Kernel's forward (layer_norm_forward, "
          "rms_norm_forward casting 'llama', fused_add_rms_norm_forward). skip_rms_norm writes the sum too (all "
          "peers); skip_layer_norm does not.", "",
          f"Empty kernel (launch to completion, in a graph): {empty * 1e6:.2f} us.", ""]
     L += ["## Targets", ""] + targets(big, small) + [""]
-    L += ["## Large points (x >= 96 MiB)", "",
+    L += ["## Large points (x >= 96 MiB; GroupNorm: the N x C x H x W shapes, 5-168 MB)", "",
           "| op | dtype | shape | MB | ours us | % copy | vs eager | vs compile | vs liger |", "|---|---|---|---|---|---|---|---|---|"]
     for r in big:
-        L.append(f"| {r['op']} | {r['dtype']} | {r['rows']}x{r['hidden']} | {r['bytes'] / 2**20:.0f} | {fmt_us(r['ours'])} | "
+        L.append(f"| {r['op']} | {r['dtype']} | {shape_of(r)} | {r['bytes'] / 2**20:.0f} | {fmt_us(r['ours'])} | "
                  f"{r['copy'] / r['ours'] * 100:.1f} | {ratio(r['eager'], r['ours'])} | {ratio(r['compile'], r['ours'])} | "
                  f"{ratio(r['liger'], r['ours'])} |")
     L += ["", "## Small launches (device time in graphs)", "",

@@ -149,3 +149,19 @@ def demo(tmp_path_factory):
     p = tmp_path_factory.mktemp("demo") / "demo.onnx"
     onnx.save(make_model(), p)
     return p
+
+
+# --- the C ABI harness of each TensorRT major, V2 and V3 plugins (CPU plugin-method tests) ---
+@pytest.fixture(scope="module", params=[(m, api) for m in (10, 11) for api in (2, 3)], ids=lambda p: f"trt{p[0]}-v{p[1]}")
+def h(request):
+    """tests/plugin_harness.py's Harness for TensorRT 10 and 11 headers, creating IPluginV2DynamicExt
+    (v2) or IPluginV3 (v3) plugins; tests/gpu has its own (it needs CUDA)."""
+    from plugin_harness import Harness, find_harness
+
+    major, api = request.param
+    path = find_harness(major)
+    if path is None:
+        pytest.skip(f"harness for TensorRT {major} not built (needs nvcc and TensorRT {major} headers)")
+    harness = Harness(path, api)
+    assert harness.major == major
+    return harness

@@ -189,8 +189,9 @@ class Plugin:
     def initialize(self) -> int:
         return self.lib.th_initialize(self.ptr)
 
-    def enqueue(self, types, shapes, inputs: list[int], outputs: list[int], stream: int = 0) -> int:
-        """types/shapes: inputs then outputs; inputs/outputs: device pointers."""
+    def enqueue(self, types, shapes, inputs: list[int], outputs: list[int], stream: int = 0, workspace: int = 0) -> int:
+        """types/shapes: inputs then outputs; inputs/outputs/workspace: device pointers."""
         ins = (ctypes.c_void_p * len(inputs))(*inputs)
         outs = (ctypes.c_void_p * len(outputs))(*outputs)
-        return self.lib.th_enqueue(self.ptr, len(inputs), len(outputs), _ints(types), _dims(shapes), ins, outs, None, stream)
+        return self.lib.th_enqueue(self.ptr, len(inputs), len(outputs), _ints(types), _dims(shapes), ins, outs,
+                                   workspace or None, stream)

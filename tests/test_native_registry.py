@@ -111,19 +111,31 @@ NORM_CASES = [
     for n, beta, bias, s, eps in itertools.product(ops.NORMS, [False, True], [False, True], [0, 1], [1e-5, 1e-12])
 ]
 
+GROUP_CASES = [
+    dict(num_groups=g, activation=a, bias=bias, output_sum=s)
+    for g, a, bias, s in itertools.product([1, 4, 8], ["none", "silu"], [False, True], [0, 1])
+]
+
 
 def make_attrs(name, case, hidden=8, seed=0):
     rng = np.random.default_rng(seed)
     vec = lambda dt="f32": rng.standard_normal(hidden).astype(np.float16 if dt == "f16" else np.float32)
     if name == "BiasActivation":
         return dict(activation=case["activation"], bias=None if case["bias"] is None else vec(case["bias"]))
+    if name == "CustomGeluPluginDynamic":
+        return dict(type_id=case["type_id"], bias=vec() if case["bias"] else None)
+    if name == "GroupNorm":  # hidden = channels
+        return dict(num_groups=case["num_groups"], activation=case["activation"], gamma=vec(), beta=vec("f16"),
+                    bias=vec() if case["bias"] else None, output_sum=case["output_sum"])
     return dict(
         norm=case["norm"], epsilon=case["epsilon"], gamma=vec(), beta=vec() if case["beta"] else None,
         bias=vec() if case["bias"] else None, output_sum=case["output_sum"],
     )
 
 
-CASES = [("BiasActivation", c) for c in BIAS_CASES] + [("SkipNorm", c) for c in NORM_CASES]
+CASES = ([("BiasActivation", c) for c in BIAS_CASES] + [("SkipNorm", c) for c in NORM_CASES]
+         + [("GroupNorm", c) for c in GROUP_CASES]
+         + [("CustomGeluPluginDynamic", dict(type_id=t, bias=b)) for t in (0, 1) for b in (False, True)])
 
 
 @pytest.mark.parametrize("name,case", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])

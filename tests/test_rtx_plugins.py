@@ -76,6 +76,28 @@ def test_substituted_demo_builds_with_one_plugin_layer_per_substitution(tmp_path
     assert s["layers"]["MATRIX_MULTIPLY"] == 16
 
 
+def test_substituted_unet_block_builds_with_group_norm_layers(tmp_path):
+    """A UNet-style block (torch.onnx TorchScript export) with its 5 GroupNorms substituted: one
+    GroupNorm plugin layer each (getWorkspaceSize, configurePlugin, serialization through the builder)."""
+    torch = pytest.importorskip("torch", reason="the export needs torch (CPU build)")
+    from test_group_norm_patterns import TinyUNet, export
+
+    from trtplugins.graph import substitute
+
+    torch.manual_seed(0)
+    model = export(TinyUNet(), (torch.randn(2, 8, 6, 6), torch.randn(2, 8)), tmp_path / "unet.onnx", False, 17)
+    model, report = substitute(model)
+    nodes = [n for n in model.graph.node if n.domain == ops.DOMAIN]
+    for n in nodes:
+        for a in n.attribute:
+            if a.name == "plugin_version":
+                a.s = ops.V3_VERSION.encode()
+    s = rtx.build_engine(model, tmp_path / "unet.plan")
+    groups = [n.name for n in nodes if n.op_type == "GroupNorm"]
+    assert len(groups) == 5 and set(groups) <= set(s["plugin_layers"])
+    assert sorted(s["plugin_layers"]) == sorted(n.name for n in nodes) and s["layers"]["PLUGIN_V3"] == len(nodes)
+
+
 def test_bad_attributes_are_refused_with_the_creators_reason():
     nodes = [_node("SkipNorm", ["x"], ["y"], "bad_norm", norm="batch", gamma=numpy_helper.from_array(np.ones(HIDDEN, np.float32)))]
     with pytest.raises(rtx.RtxBuildError) as e:

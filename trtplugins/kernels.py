@@ -24,6 +24,8 @@ ENV_VAR = "TRTPLUGINS_KERNELS_LIB"
 DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
 ACTIVATION_IDS = {name: i for i, name in enumerate(ops.ACTIVATIONS)}  # header enum order == ops order
 NORM_IDS = {name: i for i, name in enumerate(ops.NORMS)}
+GROUP_NORM_ACT_IDS = ops.OPS[ops.GROUP_NORM].enum_ids("activation")
+GROUP_NORM_SKIP = {"none": 0, "full": 1, "per_channel": 2}  # GroupNormSkip in group_norm.h
 
 _lib: ctypes.CDLL | None = None
 
@@ -59,6 +61,13 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.trtp_skip_norm_variant.restype = i
     lib.trtp_skip_norm_candidates.argtypes = [i, ll, ctypes.POINTER(i), i]
     lib.trtp_skip_norm_candidates.restype = i
+    z = ctypes.c_size_t
+    lib.trtp_group_norm.argtypes = [i, p, p, i, p, p, p, p, p, p, z, ll, ll, ll, ll, f, i, ll, ll, p]
+    lib.trtp_group_norm.restype = i
+    lib.trtp_group_norm_plan.argtypes = [ll, ll, ll, ctypes.POINTER(ll), ctypes.POINTER(ll)]
+    lib.trtp_group_norm_plan.restype = None
+    lib.trtp_group_norm_workspace.argtypes = [ll, ll]
+    lib.trtp_group_norm_workspace.restype = z
     lib.trtp_error_string.argtypes = [i]
     lib.trtp_error_string.restype = ctypes.c_char_p
     lib.trtp_empty_launch.argtypes = [p]
@@ -114,6 +123,30 @@ def skip_norm_candidates(dtype, hidden: int) -> list[int]:
     buf = (ctypes.c_int * 128)()
     n = load().trtp_skip_norm_candidates(_lookup(DTYPES, dtype, "dtype"), hidden, buf, 128)
     return list(buf[:n])
+
+
+def raw_group_norm(dtype, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int, sum_out: int,
+                   workspace: int, workspace_size: int, n: int, channels: int, spatial: int, groups: int,
+                   epsilon: float, activation, stream: int = 0, plan: tuple[int, int] = (0, 0)):
+    code = load().trtp_group_norm(
+        _lookup(DTYPES, dtype, "dtype"), x, skip or None, _lookup(GROUP_NORM_SKIP, skip_mode, "skip mode"),
+        bias or None, gamma, beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels,
+        spatial, groups, epsilon, _lookup(GROUP_NORM_ACT_IDS, activation, "activation"), plan[0], plan[1],
+        stream or None,
+    )
+    _check(code, "group_norm")
+
+
+def group_norm_plan(n: int, groups: int, group_size: int) -> tuple[int, int]:
+    """(chunks per group, elements per chunk): the split the plugin picks when configured."""
+    chunks, chunk_len = ctypes.c_longlong(), ctypes.c_longlong()
+    load().trtp_group_norm_plan(n, groups, group_size, ctypes.byref(chunks), ctypes.byref(chunk_len))
+    return chunks.value, chunk_len.value
+
+
+def group_norm_workspace(n: int, groups: int) -> int:
+    """Workspace bytes the plugin asks for with batch n (covers every smaller shape)."""
+    return load().trtp_group_norm_workspace(n, groups)
 
 
 def empty_launch(stream: int = 0) -> None:
@@ -200,5 +233,41 @@ def skip_norm(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer",
             _weight(bias, "bias", hidden), _weight(gamma, "gamma", hidden), _weight(beta, "beta", hidden),
             _data(y, "out", x), 0 if s is None else _data(s, "sum_out", x), rows, hidden, float(epsilon),
             norm, _stream(x), skip_rows, variant,
+        )
+    return (y, s) if output_sum else y
+
+
+def group_norm(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activation: str = "none",
+               epsilon: float = 1e-5, output_sum: bool = False, out=None, sum_out=None, workspace=None,
+               plan: tuple[int, int] = (0, 0)):
+    """s = x (+ bias[c]) (+ skip); y = act(GroupNorm(s) * gamma + beta) over x = N, C, spatial...
+    Returns y, or (y, s) with output_sum. skip: like x or [N, C, 1, ...]. workspace: a CUDA uint8
+    tensor of at least group_norm_workspace(N, num_groups) bytes (allocated when None).
+    plan: (chunks, chunk_len) to force a split ((0, 0): the plugin's)."""
+    import torch
+
+    if x.dim() < 3:
+        raise ValueError(f"x must be N, C, spatial... (rank >= 3); got {tuple(x.shape)}")
+    n, c = x.shape[0], x.shape[1]
+    spatial = x.numel() // (n * c) if n * c else 0
+    y = torch.empty_like(x) if out is None else out
+    s = (torch.empty_like(x) if sum_out is None else sum_out) if output_sum else None
+    skip_ptr, mode = 0, "none"
+    if skip is not None:
+        if skip.shape == x.shape:
+            skip_ptr, mode = _data(skip, "skip", x), "full"
+        elif tuple(skip.shape) == (n, c) + (1,) * (x.dim() - 2) and skip.dtype == x.dtype:
+            skip_ptr, mode = _data(skip, "skip"), "per_channel"
+        else:
+            raise ValueError(f"skip {tuple(skip.shape)} must be like x {tuple(x.shape)} or [N, C, 1, ...]")
+    size = group_norm_workspace(max(n, 1), num_groups)
+    if workspace is None:
+        workspace = torch.empty(size, dtype=torch.uint8, device=x.device)
+    with torch.cuda.device(x.device):
+        raw_group_norm(
+            _torch_dtype_name(x), _data(x, "x"), skip_ptr, mode, _weight(bias, "bias", c),
+            _weight(gamma, "gamma", c), _weight(beta, "beta", c), _data(y, "out", x),
+            0 if s is None else _data(s, "sum_out", x), workspace.data_ptr(), workspace.numel(), n, c, spatial,
+            num_groups, float(epsilon), activation, _stream(x), plan,
         )
     return (y, s) if output_sum else y

@@ -105,8 +105,11 @@ OPS: dict[str, OpSpec] = {d["name"]: _op(d) for d in _SCHEMA["ops"]}
 
 BIAS_ACTIVATION = "BiasActivation"
 SKIP_NORM = "SkipNorm"
+GROUP_NORM = "GroupNorm"
+LEGACY_GELU = "CustomGeluPluginDynamic"  # TensorRT OSS's, removed in 11.0: models that name it build unchanged
 ACTIVATIONS = OPS[BIAS_ACTIVATION].field("activation").choices
 NORMS = OPS[SKIP_NORM].field("norm").choices
+GROUP_NORM_ACTIVATIONS = OPS[GROUP_NORM].field("activation").choices
 
 
 def spec(name: str) -> OpSpec:

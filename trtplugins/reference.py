@@ -109,6 +109,70 @@ def skip_norm(
     return (y, s.astype(x.dtype)) if output_sum else y
 
 
+def legacy_gelu(x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """TensorRT OSS's CustomGeluPluginDynamic: gelu_tanh(x + bias), bias over the hidden dim (the
+    last dim that is not a trailing 1: E of [S, B, E, 1, 1])."""
+    x = np.asarray(x)
+    k = x.ndim - 1
+    while k > 0 and x.shape[k] == 1:
+        k -= 1
+    s = x.astype(np.float64)
+    if bias is not None:
+        _check_vec("bias", np.asarray(bias), x.shape[k] if x.ndim else 1)
+        shape = [1] * x.ndim
+        shape[k] = -1
+        s = s + _f64(bias).reshape(shape)
+    return activation("gelu_tanh", s).astype(x.dtype)
+
+
+def group_norm(
+    x: np.ndarray,
+    skip: np.ndarray | None = None,
+    *,
+    num_groups: int,
+    gamma: np.ndarray,
+    beta: np.ndarray | None = None,
+    bias: np.ndarray | None = None,
+    activation_name: str = "none",
+    epsilon: float = 1e-5,
+    output_sum: bool = False,
+):
+    """s = x (+ bias[c]) (+ skip); y = act((s - mean_g) / sqrt(var_g + eps) * gamma[c] + beta[c]).
+
+    x is N, C, spatial... (rank >= 3); a group is C / num_groups channels of one sample. skip has
+    x's shape or [N, C, 1, ...] (one value per sample and channel). Returns y, or (y, s) with output_sum.
+    """
+    x = np.asarray(x)
+    if x.ndim < 3:
+        raise ValueError(f"x has shape {x.shape}; expected N, C, spatial... (rank >= 3)")
+    n, c = x.shape[:2]
+    if num_groups < 1 or c % num_groups:
+        raise ValueError(f"{c} channels are not divisible by num_groups {num_groups}")
+    for name, v in (("gamma", gamma), ("beta", beta), ("bias", bias)):
+        _check_vec(name, None if v is None else np.asarray(v), c)
+    chan = (1, c) + (1,) * (x.ndim - 2)
+    s = x.astype(np.float64)
+    if bias is not None:
+        s = s + _f64(bias).reshape(chan)
+    if skip is not None:
+        skip = np.asarray(skip)
+        if skip.shape != x.shape and skip.shape != (n, c) + (1,) * (x.ndim - 2):
+            raise ValueError(f"skip shape {skip.shape} is neither x's {x.shape} nor [N, C, 1, ...]")
+        s = s + _f64(skip)
+    g = s.reshape(n, num_groups, c // num_groups * int(np.prod(x.shape[2:])))
+    centered = g - g.mean(axis=-1, keepdims=True)
+    y = (centered / np.sqrt((centered**2).mean(axis=-1, keepdims=True) + epsilon)).reshape(x.shape)
+    y = y * _f64(gamma).reshape(chan)
+    if beta is not None:
+        y = y + _f64(beta).reshape(chan)
+    if activation_name == "silu":
+        y = activation("silu", y)
+    elif activation_name != "none":
+        raise ValueError(f"unknown GroupNorm activation {activation_name!r}; expected none or silu")
+    y = y.astype(x.dtype)
+    return (y, s.astype(x.dtype)) if output_sum else y
+
+
 def run(op_type: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
     """Evaluate a plugin node: its op_type, its data inputs and its attributes
     (creator field names; weights as arrays). Returns the list of outputs."""
@@ -120,6 +184,21 @@ def run(op_type: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]
         raise ValueError(f"{op_type} takes {spec.min_inputs}..{spec.max_inputs} inputs, got {len(inputs)}")
     if op_type == ops.BIAS_ACTIVATION:
         return [bias_activation(inputs[0], attrs.get("bias"), attrs["activation"])]
+    if op_type == ops.LEGACY_GELU:
+        return [legacy_gelu(inputs[0], attrs.get("bias"))]
+    if op_type == ops.GROUP_NORM:
+        out = group_norm(
+            inputs[0],
+            inputs[1] if len(inputs) > 1 else None,
+            num_groups=int(attrs["num_groups"]),
+            gamma=attrs["gamma"],
+            beta=attrs.get("beta"),
+            bias=attrs.get("bias"),
+            activation_name=attrs.get("activation", "none"),
+            epsilon=float(attrs.get("epsilon", 1e-5)),
+            output_sum=bool(int(attrs.get("output_sum", 0))),
+        )
+        return list(out) if isinstance(out, tuple) else [out]
     out = skip_norm(
         inputs[0],
         inputs[1] if len(inputs) > 1 else None,

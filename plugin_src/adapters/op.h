@@ -9,10 +9,17 @@
 //   void onConfigured(DType, int64_t hidden);                            // per-shape choices (hidden known)
 //   cudaError_t launch(DType, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights&,
 //                      const void* const* inputs, void* const* outputs, cudaStream_t) const;
+// An op that needs per-shape scratch memory declares instead of onConfigured and that launch:
+//   void onConfiguredDims(DType, const nvinfer1::Dims& x);                     // input 0's dims, all known
+//   size_t workspaceSize(const nvinfer1::Dims* in, int32_t nbInputs) const;    // bytes for these dims and any smaller
+//   cudaError_t launch(..., const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t) const;
+// (the workspace comes from TensorRT: getWorkspaceSize of the profile's largest dims).
 #pragma once
 #include <NvInferRuntime.h>
 
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../common/device_weights.h"
@@ -39,6 +46,21 @@ bool gpuSupported(const char* plugin) noexcept;
 
 inline const nvinfer1::PluginTensorDesc& plainDesc(const nvinfer1::PluginTensorDesc& d) { return d; }
 inline const nvinfer1::PluginTensorDesc& plainDesc(const nvinfer1::DynamicPluginTensorDesc& d) { return d.desc; }
+// The largest dims a descriptor stands for (build time: the profile's max).
+inline const nvinfer1::Dims& maxDims(const nvinfer1::PluginTensorDesc& d) { return d.dims; }
+inline const nvinfer1::Dims& maxDims(const nvinfer1::DynamicPluginTensorDesc& d) { return d.max; }
+
+// Whether an op declares the workspace hooks (see the top of this file).
+template <class Op, class = void> struct UsesWorkspace : std::false_type {};
+template <class Op>
+struct UsesWorkspace<Op, std::void_t<decltype(std::declval<const Op&>().workspaceSize(
+                             static_cast<const nvinfer1::Dims*>(nullptr), int32_t{}))>> : std::true_type {};
+
+inline bool allKnown(const nvinfer1::Dims& d) {
+    for (int32_t i = 0; i < d.nbDims; ++i)
+        if (d.d[i] < 0) return false;
+    return d.nbDims >= 1;
+}
 
 template <class Op>
 class OpState {
@@ -87,8 +109,26 @@ public:
         mOp.checkDims(dims.data(), nbIn);
         DType dt;
         const auto& x = plainDesc(in[0]);
-        if (toKernelType(x.type, dt) && x.dims.nbDims >= 1 && x.dims.d[x.dims.nbDims - 1] >= 0)
-            mOp.onConfigured(dt, x.dims.d[x.dims.nbDims - 1]);
+        if constexpr (UsesWorkspace<Op>::value) {
+            if (toKernelType(x.type, dt) && allKnown(x.dims)) mOp.onConfiguredDims(dt, x.dims);
+        } else {
+            if (toKernelType(x.type, dt) && x.dims.nbDims >= 1 && x.dims.d[x.dims.nbDims - 1] >= 0)
+                mOp.onConfigured(dt, x.dims.d[x.dims.nbDims - 1]);
+        }
+    }
+
+    // Scratch bytes for the largest dims the descriptors stand for (0 for ops without the hook).
+    template <class Desc>
+    size_t workspaceSize(const Desc* in, int32_t nbIn) const {
+        if constexpr (UsesWorkspace<Op>::value) {
+            check(in != nullptr && nbIn >= minInputs() && nbIn <= maxInputs(), "bad input descriptors");
+            std::vector<nvinfer1::Dims> dims;
+            for (int32_t i = 0; i < nbIn; ++i) dims.push_back(maxDims(in[i]));
+            return mOp.workspaceSize(dims.data(), nbIn);
+        } else {
+            (void)in, (void)nbIn;
+            return 0;
+        }
     }
 
     bool outputOk(int32_t index, int32_t nbIn) const noexcept {
@@ -105,7 +145,7 @@ public:
     bool ready() const noexcept { return mWeights.ready(); }
 
     int32_t enqueue(const nvinfer1::PluginTensorDesc* inputDesc, const nvinfer1::PluginTensorDesc* outputDesc,
-                    const void* const* inputs, void* const* outputs, cudaStream_t stream) const {
+                    const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) const {
         check(inputDesc && outputDesc && inputs && outputs, "null descriptors or pointers");
         const int32_t nbIn = mNbInputs;
         DType dt;
@@ -121,7 +161,9 @@ public:
         rowsAndHidden(inputDesc[0].dims, rows, hidden);
         if (rows == 0 || hidden == 0) return 0;
         const auto weights = mWeights.forLaunch(); // never uploads: enqueue may be captured in a CUDA graph
-        const cudaError_t err = mOp.launch(dt, inputDesc, nbIn, *weights, inputs, outputs, stream);
+        cudaError_t err;
+        if constexpr (UsesWorkspace<Op>::value) err = mOp.launch(dt, inputDesc, nbIn, *weights, inputs, outputs, workspace, stream);
+        else err = mOp.launch(dt, inputDesc, nbIn, *weights, inputs, outputs, stream), (void)workspace;
         if (err != cudaSuccess) fail("kernel launch failed: %s", cudaGetErrorString(err));
         return 0;
     }

@@ -95,13 +95,13 @@ public:
         });
     }
 
-    size_t getWorkspaceSize(const nvinfer1::PluginTensorDesc*, int32_t, const nvinfer1::PluginTensorDesc*, int32_t) const noexcept override {
-        return 0;
+    size_t getWorkspaceSize(const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const nvinfer1::PluginTensorDesc*, int32_t) const noexcept override {
+        return guarded(Op::kName, "getWorkspaceSize", size_t{0}, [&] { return mS.workspaceSize(in, nbInputs); });
     }
 
     int32_t enqueue(const nvinfer1::PluginTensorDesc* inputDesc, const nvinfer1::PluginTensorDesc* outputDesc, const void* const* inputs,
-                    void* const* outputs, void*, cudaStream_t stream) noexcept override {
-        return guarded(Op::kName, "enqueue", -1, [&] { return mS.enqueue(inputDesc, outputDesc, inputs, outputs, stream); });
+                    void* const* outputs, void* workspace, cudaStream_t stream) noexcept override {
+        return guarded(Op::kName, "enqueue", -1, [&] { return mS.enqueue(inputDesc, outputDesc, inputs, outputs, workspace, stream); });
     }
 
 private:

@@ -82,9 +82,8 @@ public:
         });
     }
 
-    size_t getWorkspaceSize(const nvinfer1::DynamicPluginTensorDesc*, int32_t, const nvinfer1::DynamicPluginTensorDesc*,
-                            int32_t) const noexcept override {
-        return 0;
+    size_t getWorkspaceSize(const nvinfer1::DynamicPluginTensorDesc* in, int32_t nbInputs, const nvinfer1::DynamicPluginTensorDesc*, int32_t) const noexcept override {
+        return guarded(Op::kName, "getWorkspaceSize", size_t{0}, [&] { return mS.workspaceSize(in, nbInputs); });
     }
 
     // Runtime: real shapes; the weights are normally there already (created
@@ -100,8 +99,8 @@ public:
     }
 
     int32_t enqueue(const nvinfer1::PluginTensorDesc* inputDesc, const nvinfer1::PluginTensorDesc* outputDesc, const void* const* inputs,
-                    void* const* outputs, void*, cudaStream_t stream) noexcept override {
-        return guarded(Op::kName, "enqueue", -1, [&] { return mS.enqueue(inputDesc, outputDesc, inputs, outputs, stream); });
+                    void* const* outputs, void* workspace, cudaStream_t stream) noexcept override {
+        return guarded(Op::kName, "enqueue", -1, [&] { return mS.enqueue(inputDesc, outputDesc, inputs, outputs, workspace, stream); });
     }
 
     // One plugin object per execution context, with its own weights.

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "bias_activation.h"
+#include "group_norm.h"
 #include "skip_norm.h"
 
 #define TRTP_API extern "C" __attribute__((visibility("default")))
@@ -34,6 +35,29 @@ TRTP_API int trtp_skip_norm_variant(int dtype, long long hidden) {
 TRTP_API int trtp_skip_norm_candidates(int dtype, long long hidden, int* out, int cap) {
     return trtp::skipNormCandidates(trtp::DType(dtype), hidden, out, cap);
 }
+
+// plan_chunks / plan_chunk_len: a split to force (0: the one the plugin picks, groupNormPlan).
+TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int skip_mode, const float* bias,
+                             const float* gamma, const float* beta, void* y, void* sum, void* workspace,
+                             size_t workspace_size, long long n, long long channels, long long spatial, long long groups,
+                             float epsilon, int act, long long plan_chunks, long long plan_chunk_len, void* stream) {
+    trtp::GroupNormArgs a;
+    a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
+    a.workspace = workspace, a.workspaceSize = workspace_size;
+    a.n = n, a.channels = channels, a.spatial = spatial, a.groups = groups, a.epsilon = epsilon;
+    a.skipMode = trtp::GroupNormSkip(skip_mode), a.act = trtp::GroupNormAct(act);
+    a.plan.chunks = plan_chunks, a.plan.chunkLen = plan_chunk_len;
+    return int(trtp::launchGroupNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
+}
+
+// The split a plugin picks (chunks per group, elements per chunk) and the workspace it asks for.
+TRTP_API void trtp_group_norm_plan(long long n, long long groups, long long group_size, long long* chunks,
+                                   long long* chunk_len) {
+    const trtp::GroupNormPlan p = trtp::groupNormPlan(n, groups, group_size);
+    *chunks = p.chunks, *chunk_len = p.chunkLen;
+}
+
+TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups) { return trtp::groupNormWorkspaceSize(n, groups); }
 
 TRTP_API const char* trtp_error_string(int code) { return cudaGetErrorString(cudaError_t(code)); }
 

@@ -1,7 +1,5 @@
 #include "skip_norm.h"
 
-#include <cmath>
-
 namespace trtp {
 namespace {
 constexpr EnumName<Norm> kNorms[] = {{"layer", Norm::kLayer}, {"rms", Norm::kRms}};
@@ -9,11 +7,7 @@ constexpr EnumName<Norm> kNorms[] = {{"layer", Norm::kLayer}, {"rms", Norm::kRms
 
 SkipNormOp::SkipNormOp(Params p) : mP(std::move(p)) {
     if (!isKnown(mP.norm, kNorms)) fail("norm code %d is invalid", static_cast<int>(mP.norm));
-    if (!(std::isfinite(mP.epsilon) && mP.epsilon > 0.f)) fail("epsilon must be finite and > 0, got %g", mP.epsilon);
-    if (mP.gamma.empty()) fail("gamma must have at least one value");
-    const size_t hidden = mP.gamma.size();
-    if (!mP.beta.empty() && mP.beta.size() != hidden) fail("beta has %zu values, gamma has %zu", mP.beta.size(), hidden);
-    if (!mP.bias.empty() && mP.bias.size() != hidden) fail("bias has %zu values, gamma has %zu", mP.bias.size(), hidden);
+    mP.check();
 }
 
 const OpSchema& SkipNormOp::schema() {
@@ -35,45 +29,25 @@ const OpSchema& SkipNormOp::schema() {
 SkipNormOp SkipNormOp::fromFields(const FieldParser& f) {
     Params p;
     p.norm = parseEnum(FieldParser::required(f.string("norm"), "norm"), kNorms, "norm");
-    p.epsilon = f.float32("epsilon").value_or(kEpsilon);
-    p.gamma = FieldParser::required(f.weights("gamma"), "gamma");
-    p.beta = f.weights("beta").value_or(std::vector<float>{});
-    p.bias = f.weights("bias").value_or(std::vector<float>{});
-    const int32_t sum = f.int32("output_sum").value_or(0);
-    if (sum != 0 && sum != 1) fail("output_sum must be 0 or 1, got %d", sum);
-    p.outputSum = sum == 1;
+    static_cast<NormWeights&>(p) = NormWeights::fromFields(f, kEpsilon);
     return SkipNormOp(std::move(p));
 }
 
 void SkipNormOp::toFields(FieldWriter& w) const {
     w.string("norm", enumName(mP.norm, kNorms));
-    w.float32("epsilon", mP.epsilon);
-    w.weights("gamma", mP.gamma);
-    w.weights("beta", mP.beta);
-    w.weights("bias", mP.bias);
-    w.int32("output_sum", mP.outputSum ? 1 : 0);
+    mP.NormWeights::toFields(w);
 }
 
 SkipNormOp SkipNormOp::read(Reader& r) {
     Params p;
     p.norm = static_cast<Norm>(r.pod<int32_t>());
-    p.epsilon = r.pod<float>();
-    const auto sum = r.pod<int32_t>();
-    if (sum != 0 && sum != 1) fail("serialized output_sum %d is invalid", sum);
-    p.outputSum = sum == 1;
-    p.gamma = r.floats();
-    p.beta = r.floats();
-    p.bias = r.floats();
+    static_cast<NormWeights&>(p) = NormWeights::read(r);
     return SkipNormOp(std::move(p));
 }
 
 void SkipNormOp::write(Writer& w) const {
     w.pod(static_cast<int32_t>(mP.norm));
-    w.pod(mP.epsilon);
-    w.pod(static_cast<int32_t>(mP.outputSum));
-    w.floats(mP.gamma);
-    w.floats(mP.beta);
-    w.floats(mP.bias);
+    mP.NormWeights::write(w);
 }
 
 void SkipNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {

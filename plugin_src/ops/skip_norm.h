@@ -3,6 +3,7 @@
 #pragma once
 #include "../adapters/op.h"
 #include "../kernels/skip_norm.h"
+#include "norm_weights.h"
 
 namespace trtp {
 
@@ -12,11 +13,8 @@ public:
     static constexpr float kEpsilon = 1e-5f; // default
     static const OpSchema& schema();
 
-    struct Params {
+    struct Params : NormWeights {
         Norm norm = Norm::kLayer;
-        float epsilon = kEpsilon;
-        std::vector<float> gamma, beta, bias;
-        bool outputSum = false;
     };
     explicit SkipNormOp(Params p);
     static SkipNormOp fromFields(const FieldParser& p);

@@ -9,6 +9,8 @@
 #include "../adapters/v2.h"
 #include "../adapters/v3.h"
 #include "../ops/bias_activation.h"
+#include "../ops/group_norm.h"
+#include "../ops/legacy_gelu.h"
 #include "../ops/skip_norm.h"
 
 namespace trtp {
@@ -30,7 +32,9 @@ struct OpList {
 // THE list of ops: one line each.
 using AllOps = OpList<
     BiasActivationOp,
-    SkipNormOp>;
+    SkipNormOp,
+    GroupNormOp,
+    LegacyGeluOp>; // TensorRT OSS's CustomGeluPluginDynamic (removed in 11.0), computed by BiasActivation's kernel
 
 } // namespace
 

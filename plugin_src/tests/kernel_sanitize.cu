@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bias_activation.h"
+#include "group_norm.h"
 #include "skip_norm.h"
 
 namespace {
@@ -75,6 +76,37 @@ int main() {
                             check(trtp::launchSkipNorm(dt, a, 0), "skip_norm", rows, hidden);
                         }
                     }
+                }
+            }
+        }
+    }
+    // GroupNorm: (n, c, spatial, groups) incl. an empty batch, 1 element per group, one group, odd
+    // spatial sizes and groups split into chunks; skip none / like x / per (n, c); bias, sum, SiLU
+    const long long gnShapes[][4] = {{0, 8, 16, 4}, {1, 32, 1, 32}, {2, 64, 49, 1}, {2, 16, 64, 4}, {1, 8, 5000, 2},
+                                     {2, 32, 4096, 8}};
+    for (trtp::DType dt : dts) {
+        const size_t es = elemSize(dt);
+        for (const auto& sh : gnShapes) {
+            const long long n = sh[0], c = sh[1], hw = sh[2], g = sh[3];
+            for (size_t off : {size_t(0), es}) {
+                const size_t total = size_t(n * c * hw);
+                Buf x(total * es, off), skip(total * es, off), y(total * es, off), s(total * es, off);
+                Buf chan(size_t(n * c) * es, off), w(size_t(c) * 4, 0);
+                const size_t wsBytes = trtp::groupNormWorkspaceSize(n > 0 ? n : 1, g);
+                Buf ws(wsBytes, 0);
+                for (int mode = 0; mode < 3; ++mode) {
+                    trtp::GroupNormArgs a;
+                    a.x = x.p();
+                    a.skipMode = trtp::GroupNormSkip(mode);
+                    a.skip = mode == 1 ? skip.p() : mode == 2 ? chan.p() : nullptr;
+                    a.bias = mode ? static_cast<const float*>(w.p()) : nullptr;
+                    a.gamma = a.beta = static_cast<const float*>(w.p());
+                    a.y = y.p();
+                    a.sum = mode ? s.p() : nullptr;
+                    a.workspace = ws.p(), a.workspaceSize = wsBytes;
+                    a.n = n, a.channels = c, a.spatial = hw, a.groups = g;
+                    a.act = trtp::GroupNormAct(mode % 2);
+                    check(trtp::launchGroupNorm(dt, a, 0), "group_norm", n * c, hw);
                 }
             }
         }

@@ -159,3 +159,19 @@ def test_enqueue_rejects_bad_descriptors(h, torch, capfd):
     # and the plugin still works afterwards
     assert p.enqueue([FLOAT, FLOAT], [(4, 64), (4, 64)], [x.data_ptr()], [y.data_ptr()], stream) == 0
     torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_legacy_gelu_plugin(h, torch, record, dtype):
+    """CustomGeluPluginDynamic (TensorRT OSS's, removed in 11.0) on its BERT-sample layout [S, B, E, 1, 1]:
+    the BiasActivation kernel's gelu_tanh over E, bit for bit."""
+    shape = (7, 2, 768, 1, 1)
+    x = tensor(torch, shape, dtype, 8, 3.0)
+    bias = np.random.default_rng(9).standard_normal(768).astype(np.float32)
+    p = h.create_from("CustomGeluPluginDynamic", type_id=int(dtype == "float16"), bias=bias)
+    (y,) = run_plugin(torch, p, dtype, [x], 1)
+    bare = kernels.bias_activation(x.view(14, 768), torch.from_numpy(bias).cuda(), "gelu_tanh").view(shape)
+    assert torch.equal(y, bare), "plugin enqueue and bare kernel differ"
+    ref = reference.run("CustomGeluPluginDynamic", [as_np(x)], {"type_id": 0, "bias": bias})[0]
+    err = check_close(as_np(y), ref, dtype)
+    record("plugin:CustomGeluPluginDynamic", f"trt{h.major}-v{h.api}", dtype, shape, err, err / TOL[dtype])

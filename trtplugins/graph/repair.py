@@ -2,7 +2,8 @@
 
 ONNX Runtime loads graphs the checker refuses: nodes out of topological order (it sorts
 them), contrib (com.microsoft) nodes without that opset import, and `LayerNormalization`
-in the default domain below opset 17 (hand-built graphs; it means the opset-17 op).
+in the default domain below opset 17 (hand-built graphs; it means the opset-17 op), and the
+deprecated GroupNormalization-18 (converted to opset 21, whose scale and bias are per channel).
 Models below opset 13 are converted with onnx.version_converter when it succeeds.
 Everything else that fails the checker is refused with the checker's own message and the
 node it names."""
@@ -19,6 +20,7 @@ from .io import MIN_OPSET, check_supported, opset
 
 CONTRIB = "com.microsoft"
 LAYER_NORM_OPSET = 17
+GROUP_NORM_OPSET = 21  # GroupNormalization-18 (scale and bias per group) is deprecated: the checker refuses it
 _HIDDEN = "trtplugins.hidden"  # LayerNormalization parked here while the converter runs
 
 
@@ -117,17 +119,21 @@ def repaired(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
             notes.append("sorted the nodes topologically")
     lone_ln = version < LAYER_NORM_OPSET and any(
         n.op_type == "LayerNormalization" and n.domain in ("", "ai.onnx") for n in out.graph.node)
-    target = LAYER_NORM_OPSET if lone_ln else MIN_OPSET if version < MIN_OPSET else None
+    old_gn = 18 <= version < GROUP_NORM_OPSET and any(
+        n.op_type == "GroupNormalization" and n.domain in ("", "ai.onnx") for n in out.graph.node)
+    target = LAYER_NORM_OPSET if lone_ln else GROUP_NORM_OPSET if old_gn else MIN_OPSET if version < MIN_OPSET else None
     if target is not None:
-        why = "LayerNormalization in the default domain is the opset-17 op" if lone_ln else f"opset {version} < {MIN_OPSET}"
+        why = ("LayerNormalization in the default domain is the opset-17 op" if lone_ln else
+               "GroupNormalization-18 is deprecated" if old_gn else f"opset {version} < {MIN_OPSET}")
         try:
             out = _convert(out, target)
         except Exception as e:
             if version < MIN_OPSET:
                 raise GraphError(f"unsupported opset {version}: supported {MIN_OPSET}..{onnx.defs.onnx_opset_version()}, "
                                  f"and onnx.version_converter could not convert it: {checker_message(e)}") from None
-            raise GraphError(f"LayerNormalization at opset {version} (an op since opset 17): converting the model to "
-                             f"opset 17 failed: {checker_message(e)}") from None
+            what = "GroupNormalization-18 (deprecated)" if old_gn else "LayerNormalization at opset {version} (an op since opset 17)"
+            raise GraphError(f"{what.format(version=version)}: converting the model to opset {target} failed: "
+                             f"{checker_message(e)}") from None
         notes.append(f"converted opset {version} -> {target} with onnx.version_converter ({why})")
     bare = [o.name for o in out.graph.output if not o.type.tensor_type.HasField("shape")]
     if bare:  # ONNX Runtime runs graph outputs declared without a shape; the checker wants one

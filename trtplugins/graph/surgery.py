@@ -93,7 +93,7 @@ def policy(m: Match, ctx: Ctx) -> str | None:
         if p.native and "bias" not in m.attrs:
             return f"lone {p.activation} after {src}: TensorRT fuses it natively (ask with --ops {p.name})"
     real = [n for n in m.nodes if not ctx.glue(n)]  # Identity/no-op Casts are no work saved
-    if len(real) < 2:
+    if len(real) < 2 and not p.single_op:
         return f"single {real[0].op} op: TensorRT runs it natively (ask with --ops {p.name})"
     return None
 

@@ -1,6 +1,7 @@
 """The pattern registry: one module per fused form, one line here per pattern.
 
-Order matters only where forms nest: larger forms first (LayerNorm before RMSNorm,
+Order matters only where forms nest: larger forms first (GroupNorm, whose decomposed form holds
+a LayerNorm over the grouped view, and whose SiLU it folds, before LayerNorm; LayerNorm before RMSNorm,
 whose square would match inside it; HardSwish before its inner ReLU6; QuickGELU
 before SiLU)."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from ... import ops
 from .base import ActivationPattern, Match, NormPattern, Pattern
 from .gelu import GeluErf, GeluOp, GeluTanh
+from .group_norm import GroupNormDecomposed, GroupNormInstance, GroupNormOp
 from .hard_swish import HardSwish
 from .layer_norm import LayerNorm, LayerNormOp
 from .relu import Relu, Relu6
@@ -16,6 +18,9 @@ from .rms_norm import RmsNorm
 from .sigmoid import QuickGelu, Silu
 
 PATTERNS: tuple[Pattern, ...] = (
+    GroupNormOp(),
+    GroupNormInstance(),
+    GroupNormDecomposed(),
     LayerNormOp(),
     LayerNorm(),
     RmsNorm(),

@@ -31,7 +31,7 @@ class Match:
 
     @property
     def variant(self) -> str:
-        return "+".join([self.attrs.get("activation") or self.attrs["norm"]] + self.parts)
+        return "+".join([self.pattern.variant_head or self.attrs.get("activation") or self.attrs["norm"]] + self.parts)
 
 
 class Pattern:
@@ -43,6 +43,10 @@ class Pattern:
     #: TensorRT fuses it alone into the preceding Conv/GEMM epilogue: replaced by default
     #: only when a bias Add comes with it.
     native: ClassVar[bool] = False
+    #: replaced by default even where the match is one op (TensorRT's own is wrong or slow)
+    single_op: ClassVar[bool] = False
+    #: first word of the report's variant (default: the activation or norm field)
+    variant_head: ClassVar[str | None] = None
 
     def match(self, node: gs.Node, ctx: Ctx) -> Match:
         raise NotImplementedError

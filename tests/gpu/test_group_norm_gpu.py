@@ -1,0 +1,243 @@
+"""GroupNorm (issue 16 item 1) on the GPU: the bare kernel against trtplugins.reference over a shape
+grid (SD shapes, 1 element per group, num_groups 1 and = C, odd spatial sizes, rank 3 and 5, a
+zero batch), every fused variant, forced splits, values near the FP16 limit, NaN confined to its
+group, unaligned pointers, in place; and the plugin's enqueue (both majors, both interfaces, with
+the workspace getWorkspaceSize asks for) bit-identical to the bare kernel.
+
+Tolerances as tests/gpu/test_kernels.py (check()): FP32 1e-5 x scale, FP16 2e-3 x scale + 2e-3 |ref|,
+BF16 8x that; scale = max(max|ref|, 1). Statistics are FP32 sums of s - K (K the group's first
+value) over chunks, merged in a fixed order: FP32 rounding of ~10^5-term sums stays ~1e-6 relative.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trtplugins import kernels, reference
+
+from .test_kernels import DTYPES, alloc, check, f64, randn, tdtype
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from plugin_harness import BF16, FLOAT, HALF  # noqa: E402
+
+# (shape, num_groups): SD shapes, 1 element per group, one group, a group per channel, odd spatial
+# sizes (scalar path), rank 3 and 5, a group of 1M elements (many chunks), an empty batch
+SHAPES = [
+    ((2, 320, 64, 64), 32),
+    ((2, 1280, 8, 8), 32),
+    ((1, 32, 1, 1), 32),
+    ((2, 64, 7, 7), 1),
+    ((2, 64, 7, 7), 64),
+    ((3, 48, 5, 3), 16),
+    ((2, 16, 33), 4),
+    ((1, 8, 3, 4, 5), 2),
+    ((1, 64, 128, 128), 1),
+    ((0, 32, 4, 4), 8),
+]
+# name -> (bias, beta, skip: None / "full" / "channel", silu, sum output)
+VARIANTS = {
+    "gamma+beta": (False, True, None, False, False),
+    "bias+silu": (True, True, None, True, False),
+    "skip+sum": (False, True, "full", False, True),
+    "temb+bias+silu+sum": (True, True, "channel", True, True),
+}
+
+
+def make(torch, gen, shape, dt, variant, offset=0):
+    has_bias, has_beta, skip_kind, _, _ = VARIANTS[variant]
+    c = shape[1]
+    x = randn(torch, gen, shape, dt, offset, scale=2.0, shift=3.0)  # offset mean: the shifted sums matter
+    skip = None
+    if skip_kind == "full":
+        skip = randn(torch, gen, shape, dt, offset)
+    elif skip_kind == "channel":
+        skip = randn(torch, gen, (shape[0], c) + (1,) * (len(shape) - 2), dt, offset)
+    gamma = randn(torch, gen, (c,), torch.float32, scale=0.5, shift=1.0)
+    beta = randn(torch, gen, (c,), torch.float32, scale=0.5) if has_beta else None
+    bias = randn(torch, gen, (c,), torch.float32, scale=0.5) if has_bias else None
+    return x, skip, gamma, beta, bias
+
+
+def ref_of(x, skip, gamma, beta, bias, groups, act):
+    return reference.group_norm(f64(x), None if skip is None else f64(skip), num_groups=groups, gamma=f64(gamma),
+                                beta=None if beta is None else f64(beta), bias=None if bias is None else f64(bias),
+                                activation_name=act, epsilon=1e-5, output_sum=True)
+
+
+def run_kernel(torch, dt, shape, inputs, groups, act, with_sum, offset=0, plan=(0, 0), out=None):
+    x, skip, gamma, beta, bias = inputs
+    y = alloc(torch, shape, dt, offset) if out is None else out
+    s = alloc(torch, shape, dt, offset) if with_sum else None
+    kernels.group_norm(x, skip, num_groups=groups, gamma=gamma, beta=beta, bias=bias, activation=act, epsilon=1e-5,
+                       output_sum=with_sum, out=y, sum_out=s, plan=plan)
+    torch.cuda.synchronize()
+    return y, s
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_group_norm_kernel(torch, record, variant, dtype):
+    _, _, _, silu, with_sum = VARIANTS[variant]
+    act = "silu" if silu else "none"
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"gn{variant}{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    cases = [(s, g, 0) for s, g in SHAPES] + [((2, 64, 8, 8), 8, 1), ((2, 96, 7, 7), 32, 1)]
+    for shape, groups, offset in cases:  # offset 1: unaligned pointers (scalar path)
+        inputs = make(torch, gen, shape, dt, variant, offset)
+        y, s = run_kernel(torch, dt, shape, inputs, groups, act, with_sum, offset)
+        ry, rs = ref_of(*inputs, groups, act)
+        tag = shape + (f"G{groups}",) + ((f"+{offset}",) if offset else ())
+        check(record, "group_norm", variant, dtype, tag, y, ry)
+        if with_sum:
+            check(record, "group_norm", f"{variant}:sum", dtype, tag, s, rs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_group_norm_forced_splits(torch, record, dtype):
+    """The same result for any split of the groups into chunks: one CTA per group, the plugin's
+    split, and many small chunks (the partials merge in a fixed order)."""
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"split{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    shape, groups = (2, 64, 32, 32), 4  # groups of 16384 elements
+    inputs = make(torch, gen, shape, dt, "temb+bias+silu+sum")
+    ry, rs = ref_of(*inputs, groups, "silu")
+    size = 64 // groups * 32 * 32
+    chosen = kernels.group_norm_plan(2, groups, size)
+    for plan in [(1, size), chosen, (64, 256), (0, 0)]:
+        y, s = run_kernel(torch, dt, shape, inputs, groups, "silu", True, plan=plan)
+        check(record, "group_norm", f"plan {plan}", dtype, shape, y, ry)
+        check(record, "group_norm", f"plan {plan}:sum", dtype, shape, s, rs)
+
+
+@pytest.mark.gpu
+def test_group_norm_near_the_fp16_limit(torch, record):
+    """|x| up to 60000 in FP16: the shifted FP32 sums neither overflow nor lose the variance."""
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    shape, groups = (2, 64, 16, 16), 8
+    x = alloc(torch, shape, torch.float16)
+    x.copy_((torch.rand(shape, generator=gen, device="cuda") * 2 - 1) * 60000)
+    gamma = randn(torch, gen, (64,), torch.float32, scale=0.5, shift=1.0)
+    beta = randn(torch, gen, (64,), torch.float32, scale=0.5)
+    y, _ = run_kernel(torch, torch.float16, shape, (x, None, gamma, beta, None), groups, "silu", False)
+    ry, _ = ref_of(x, None, gamma, beta, None, groups, "silu")
+    check(record, "group_norm", "near fp16 limit", "float16", shape, y, ry)
+    # groups whose values sit at 60000 +- 64: the mean 1000x the standard deviation
+    x.copy_(60000 + 32 * torch.randint(-2, 3, shape, generator=gen, device="cuda"))  # FP16 steps of 32 there
+    y, _ = run_kernel(torch, torch.float16, shape, (x, None, gamma, beta, None), groups, "none", False)
+    ry, _ = ref_of(x, None, gamma, beta, None, groups, "none")
+    check(record, "group_norm", "mean 60000, std 1", "float16", shape, y, ry)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_group_norm_nan_stays_in_its_group(torch, dtype):
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    dt = tdtype(torch, dtype)
+    shape, groups = (2, 320, 16, 16), 32
+    inputs = list(make(torch, gen, shape, dt, "gamma+beta"))
+    inputs[0][1, 45, 3, 7] = float("nan")  # sample 1, group 4 (channels 40..49)
+    y, _ = run_kernel(torch, dt, shape, inputs, groups, "none", False)
+    got = f64(y).reshape(2, groups, -1)
+    assert np.isnan(got[1, 4]).all()
+    got[1, 4] = 0.0
+    assert np.isfinite(got).all(), "NaN spread beyond its group"
+    ry, _ = ref_of(*inputs, groups, "none")
+    ry = ry.reshape(2, groups, -1)
+    ry[1, 4] = 0.0
+    atol, rtol = {"float32": (1e-5, 0), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2)}[dtype]
+    scale = max(float(np.abs(ry).max()), 1.0)
+    assert (np.abs(got - ry) <= atol * scale + rtol * np.abs(ry)).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_group_norm_in_place(torch, record, dtype):
+    """y written over x (and the sum over the skip): every element is read before it is written,
+    the group's shift K travels through the workspace."""
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    dt = tdtype(torch, dtype)
+    shape, groups = (2, 320, 16, 16), 32
+    x, skip, gamma, beta, bias = make(torch, gen, shape, dt, "skip+sum")
+    ry, rs = ref_of(x, skip, gamma, beta, bias, groups, "none")
+    kernels.group_norm(x, skip, num_groups=groups, gamma=gamma, beta=beta, output_sum=True, out=x, sum_out=skip)
+    torch.cuda.synchronize()
+    check(record, "group_norm", "in place", dtype, shape, x, ry)
+    check(record, "group_norm", "in place:sum", dtype, shape, skip, rs)
+
+
+@pytest.mark.gpu
+def test_group_norm_bad_arguments_return_errors(torch):
+    x = torch.randn(2, 8, 4, 4, device="cuda")
+    g = torch.ones(8, device="cuda")
+    ws = torch.empty(kernels.group_norm_workspace(2, 4), dtype=torch.uint8, device="cuda")
+    p = x.data_ptr()
+    raw = lambda **kw: kernels.raw_group_norm(**{**dict(  # noqa: E731
+        dtype="float32", x=p, skip=0, skip_mode="none", bias=0, gamma=g.data_ptr(), beta=0, y=p, sum_out=0,
+        workspace=ws.data_ptr(), workspace_size=ws.numel(), n=2, channels=8, spatial=16, groups=4, epsilon=1e-5,
+        activation="none"), **kw})
+    raw()  # the baseline launches
+    for bad in (dict(groups=3), dict(groups=0), dict(workspace_size=ws.numel() - 1), dict(workspace=0),
+                dict(skip_mode="full"), dict(gamma=0), dict(epsilon=-1.0), dict(n=-1)):
+        with pytest.raises(kernels.KernelError, match="CUDA error"):
+            raw(**bad)
+    assert kernels.load().trtp_group_norm(0, p, None, 0, None, g.data_ptr(), None, p, None, ws.data_ptr(), ws.numel(),
+                                          2, 8, 16, 4, 1e-5, 7, 0, 0, None) != 0  # unknown activation
+    raw(n=0)  # nothing to do
+    raw(plan=(3, 100))  # a plan that is no split of these groups: the chosen one is used
+    torch.cuda.synchronize()
+
+
+# --- the plugin -----------------------------------------------------------------------------
+
+TRT_TYPE = {"float32": FLOAT, "float16": HALF, "bfloat16": BF16}
+PLUGIN_CASES = [((2, 320, 64, 64), 32, None), ((2, 64, 7, 7), 1, "channel"), ((1, 32, 1, 1), 32, "full"),
+                ((3, 48, 5, 3), 16, "channel")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", list(TRT_TYPE))
+@pytest.mark.parametrize("shape,groups,skip_kind", PLUGIN_CASES, ids=str)
+def test_group_norm_plugin_matches_bare_kernel(h, torch, record, dtype, shape, groups, skip_kind):
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"plugin{shape}{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    c = shape[1]
+    x = randn(torch, gen, shape, dt, scale=2.0, shift=1.0)
+    skip = None if skip_kind is None else randn(
+        torch, gen, shape if skip_kind == "full" else (shape[0], c) + (1,) * (len(shape) - 2), dt)
+    rng = np.random.default_rng(3)
+    gamma, beta, bias = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    p = h.create_from("GroupNorm", num_groups=groups, gamma=gamma, beta=beta, bias=bias, activation="silu",
+                      epsilon=1e-5, output_sum=1)
+    inputs = [x] if skip is None else [x, skip]
+    outs = [torch.full_like(x, float("nan")) for _ in range(2)]
+    types = [TRT_TYPE[dtype]] * (len(inputs) + 2)
+    shapes = [tuple(t.shape) for t in inputs] + [shape, shape]
+    build = [(-1,) + s[1:] for s in shapes]  # a dynamic batch at build time
+    assert p.configure(types, build, len(inputs)) == 0
+    assert p.initialize() == 0
+    assert p.shape_change(types, shapes, len(inputs)) == 0
+    size = p.workspace(types, shapes, len(inputs))
+    assert size >= kernels.group_norm_workspace(shape[0], groups) > 0
+    ws = torch.empty(size, dtype=torch.uint8, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    rc = p.enqueue(types, shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream,
+                   workspace=ws.data_ptr())
+    torch.cuda.synchronize()
+    assert rc == 0
+    cu = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
+    by, bs = kernels.group_norm(x, skip, num_groups=groups, gamma=cu(gamma), beta=cu(beta), bias=cu(bias),
+                                activation="silu", epsilon=1e-5, output_sum=True)
+    torch.cuda.synchronize()
+    assert torch.equal(outs[0], by) and torch.equal(outs[1], bs), "plugin enqueue and bare kernel differ"
+    ry, rs = ref_of(x, skip, cu(gamma), cu(beta), cu(bias), groups, "silu")
+    check(record, "plugin:GroupNorm", f"trt{h.major}-v{h.api}:{skip_kind or 'x'}", dtype, shape, outs[0], ry)
+    check(record, "plugin:GroupNorm", f"trt{h.major}-v{h.api}:{skip_kind or 'x'}:sum", dtype, shape, outs[1], rs)
+    # no workspace: an error with a reason, never a launch
+    assert p.enqueue(types, shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream) != 0
