@@ -116,5 +116,5 @@ def test_version_1_nodes_are_refused_by_rtx():
 def test_add_plugin_to_a_python_network():
     trt = rtx.rtx_module()
     if not hasattr(trt.INetworkDefinition, "add_plugin_v3"):
-        pytest.skip(f"TensorRT-RTX {trt.__version__}'s Python INetworkDefinition has no add_plugin_v3 "
-                    "(trtplugins.add_plugin needs the full TensorRT Python API)")
+        pytest.skip(f"full TensorRT (module tensorrt) not installed, and TensorRT-RTX {trt.__version__}'s Python "
+                    "INetworkDefinition has no add_plugin_v3: trtplugins.add_plugin needs one of the two")

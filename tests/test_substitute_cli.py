@@ -63,10 +63,10 @@ def _versions(m):
 
 
 def test_cli_plugin_api(model_file, tmp_path, capsys):
-    """--plugin-api v3: IPluginV3 nodes (plugin_version "2", what TensorRT-RTX imports); default v2 ("1")."""
+    """Default: IPluginV3 nodes (plugin_version "2", what TensorRT-RTX imports); --plugin-api v2: "1"."""
     v2, v3 = tmp_path / "v2.onnx", tmp_path / "v3.onnx"
-    assert cli.main([str(model_file), "-o", str(v2)]) == 0
-    assert cli.main([str(model_file), "-o", str(v3), "--plugin-api", "v3"]) == 0
+    assert cli.main([str(model_file), "-o", str(v2), "--plugin-api", "v2"]) == 0
+    assert cli.main([str(model_file), "-o", str(v3)]) == 0
     assert _versions(onnx.load(str(v2))) == ["1"] and _versions(onnx.load(str(v3))) == ["2"]
     onnx.checker.check_model(onnx.load(str(v3)), full_check=True)
     with pytest.raises(GraphError, match="unknown plugin API 'v4'; expected one of v2, v3"):

@@ -42,7 +42,7 @@ def check_attrs(node):
     assert {f.name for f in spec.fields if f.required} <= names
     for a in node.attribute:
         if a.name == "plugin_version":
-            assert a.type == onnx.AttributeProto.STRING and a.s == b"1"
+            assert a.type == onnx.AttributeProto.STRING and a.s == ops.VERSIONS[ops.DEFAULT_API].encode()
             continue
         assert a.type == kinds[spec.field(a.name).kind], a.name
         if a.type == onnx.AttributeProto.TENSOR:
@@ -134,7 +134,7 @@ def test_mobilenet_relu6_policy(exported, opset, dynamo):
     forced, report = substitute(model, ["relu6"])
     check_model(model, forced)
     nodes = plugin_nodes(forced)
-    assert len(nodes) == 3 and all(plugin_attrs(n) == {"activation": "relu6", "plugin_version": "1"} for n in nodes)
+    assert len(nodes) == 3 and all(plugin_attrs(n) == {"activation": "relu6", "plugin_version": ops.V3_VERSION} for n in nodes)
     assert not [n for n in forced.graph.node if n.op_type == "Clip"]
     REPORTS[f"mobilenet_v2_block --ops relu6/{IDS[EXPORTERS.index((opset, dynamo))]}"] = (
         report, compare(model, forced, [(2, 16, 16), (1, 9, 12), (3, 8, 8)]))
