@@ -335,6 +335,9 @@ def test_reference_broadcast_skip():
         assert total.shape == x.shape and np.array_equal(y, y_full) and np.array_equal(total, total_full)
     with pytest.raises(ValueError, match="nor broadcasts over its leading dims"):
         reference.skip_norm(x, skip[:2], **kw)
+    for x0, s0 in (((0, H), (0, H)), ((0, 3, H), (3, H))):  # no rows (the GPU tests' empty batch)
+        y, total = reference.skip_norm(np.zeros(x0, np.float32), np.zeros(s0, np.float32), **kw)
+        assert y.shape == total.shape == x0
 
 
 def test_skip_broadcast_constant_position_embedding():

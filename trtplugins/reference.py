@@ -90,9 +90,11 @@ def skip_norm(
         core = skip.shape[next((i for i, d in enumerate(skip.shape) if d != 1), skip.ndim):]
         if skip.ndim > x.ndim or not core or core != x.shape[x.ndim - len(core):]:
             raise ValueError(f"skip shape {skip.shape} neither is input shape {x.shape} nor broadcasts over its leading dims")
-        rows = skip.size // hidden
-        flat = _f64(skip).reshape(rows, hidden)
-        s = (s.reshape(-1, rows, hidden) + flat).reshape(x.shape)
+        if skip.shape == x.shape:
+            s = s + _f64(skip)
+        else:
+            rows = skip.size // hidden
+            s = (s.reshape(-1, rows, hidden) + _f64(skip).reshape(rows, hidden)).reshape(x.shape)
     if bias is not None:
         s = s + _f64(bias).reshape(-1)
     if norm == "layer":
