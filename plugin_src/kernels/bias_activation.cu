@@ -99,12 +99,10 @@ __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const floa
 // One pass of the grid covers the tensor (kUnroll packs per thread); no device query on this path.
 template <class T, int VEC, bool BIAS, Activation A>
 cudaError_t launchTyped(const T* x, const float* bias, T* y, int64_t n, int64_t hidden, cudaStream_t stream) {
-    constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
     const int64_t npacks = n / VEC;
-    const int64_t want = (npacks + int64_t(kThreads) * kUnroll - 1) / (int64_t(kThreads) * kUnroll);
-    const int64_t grid = want < kMaxGrid ? want : kMaxGrid;
-    const int64_t stride = grid * kThreads;
-    return launchKernel(biasActKernel<T, VEC, BIAS, A>, unsigned(grid), kThreads, stream, x, bias, y, npacks, hidden,
+    const unsigned grid = gridFor(ceilDiv(npacks, int64_t(kThreads) * kUnroll));
+    const int64_t stride = int64_t(grid) * kThreads;
+    return launchKernel(biasActKernel<T, VEC, BIAS, A>, grid, kThreads, stream, x, bias, y, npacks, hidden,
                         stride * VEC % hidden, stride * VEC * kUnroll % hidden);
 }
 

@@ -75,6 +75,14 @@ __device__ __forceinline__ float blockSum(float v, float* red) {
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A 1-D grid of `blocks`, capped at the x-dimension limit (kernels then stride over the rest).
+inline unsigned gridFor(int64_t blocks) {
+    constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
+    return unsigned(blocks < kMaxGrid ? blocks : kMaxGrid);
+}
+
 template <class T> struct IoSize {
     static constexpr int kVec = 16 / sizeof(T); // elements per 16-byte access
 };

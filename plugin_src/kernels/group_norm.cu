@@ -30,8 +30,6 @@ constexpr int64_t kChunkAlign = 256;  // chunk starts stay 16-byte aligned for e
 // 32-bit offsets inside a chunk (with a stride of margin), channels per group and spatial sizes.
 constexpr int64_t kMaxIndex = INT32_MAX - 8 * kThreads * 8;
 
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 template <class T> struct Gn {
     const T* x;
     const T* skip;

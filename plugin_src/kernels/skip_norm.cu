@@ -4,9 +4,10 @@
 //   block rows: one block of packs / NV threads per row;
 //   long rows (16-bit rows past 8192, rows without 16-byte packs, or past the register budget): one
 //   block per row, three passes over global memory, the re-reads served by L2.
-// No shared-memory staging and no persistent grid: small blocks with few registers keep many rows in
-// flight on every SM, which hides the reductions (ncu on the staged persistent design of v4/v5: DRAM
-// ~60%, occupancy 25-37%). LayerNorm takes the mean, then the centred sum of squares from registers
+// No shared-memory staging and no persistent grid: the rows in flight per SM are what registers allow
+// (LayerNorm FP16 4096: 64 registers, 4 blocks, DRAM 56% under ncu). The staged persistent design this
+// replaced was faster for plain 16-bit RMSNorm at hidden >= 5120 and slower elsewhere
+// (benchmarks/RESULTS.md, History). LayerNorm takes the mean, then the centred sum of squares from registers
 // (two reductions: exact as two passes); RMSNorm one reduction. The variant (warp or block, packs per
 // thread) is a pure function of dtype and hidden, chosen once when a plugin is configured.
 // y and sum may alias x or skip (same shape): each thread loads its packs before it stores any.
@@ -199,13 +200,7 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
     }
 }
 
-constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
-
-inline unsigned gridFor(int64_t blocks) { return unsigned(blocks < kMaxGrid ? blocks : kMaxGrid); }
-
 constexpr int vecOf(int es) { return 16 / es; }
-
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Threads per row of a block-path variant (a multiple of 32).
 inline int64_t blockThreads(int64_t packs, int nv) { return ceilDiv(ceilDiv(packs, nv), 32) * 32; }
