@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from trtplugins import ops
-from trtplugins._lib import find_library
+from trtplugins.loader import find_library
 from trtplugins.fields import field_array
 
 # nvinfer1::DataType / TensorFormat / PluginFieldType values (same in 10.x and 11.x headers).

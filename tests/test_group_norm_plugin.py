@@ -5,7 +5,6 @@ refusing bad shapes with the dims named, the workspace the split needs, serializ
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from plugin_harness import BF16, FLOAT, HALF, INT8, PF_CHAR, PF_FLOAT32, PF_INT32
 

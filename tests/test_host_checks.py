@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trtplugins._lib import find_library
+from trtplugins.loader import find_library
 
 ROOT = Path(__file__).resolve().parents[1]
 

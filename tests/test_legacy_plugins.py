@@ -7,7 +7,6 @@ it build on TensorRT 11 unchanged. The C ABI harness (CPU); the lean-runtime reg
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from plugin_harness import FLOAT, HALF, PF_FLOAT32, PF_INT32
 from trtplugins import ops, reference

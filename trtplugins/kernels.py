@@ -5,7 +5,7 @@ launches. Functions take torch CUDA tensors (launched on torch's current stream)
 `raw_bias_activation` / `raw_skip_norm` take device pointers as ints.
 
 The library is found through $TRTPLUGINS_KERNELS_LIB, else where the plugin
-libraries are searched (trtplugins._lib.search_dirs); the error lists every path tried.
+libraries are searched (trtplugins.loader.search_dirs); the error lists every path tried.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ops
-from ._lib import find_library
+from .loader import find_library
 
 LIB_NAME = "libtrtplugins_kernels.so"
 ENV_VAR = "TRTPLUGINS_KERNELS_LIB"

@@ -123,7 +123,7 @@ def generate() -> str:
     """The schema JSON as the built library declares it (needs a native build)."""
     import subprocess
 
-    from ._lib import find_library
+    from .loader import find_library
 
     for major in (11, 10):
         program = find_library(f"trtplugins_trt{major}_host_checks")[0]

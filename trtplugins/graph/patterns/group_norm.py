@@ -11,7 +11,7 @@ Each with what surrounds a GroupNorm in a UNet folded in: a per-channel constant
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import onnx_graphsurgeon as gs
