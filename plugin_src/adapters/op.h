@@ -17,6 +17,7 @@
 #pragma once
 #include <NvInferRuntime.h>
 
+#include <array>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -48,6 +49,20 @@ inline const nvinfer1::PluginTensorDesc& plainDesc(const nvinfer1::PluginTensorD
 inline const nvinfer1::PluginTensorDesc& plainDesc(const nvinfer1::DynamicPluginTensorDesc& d) { return d.desc; }
 // The largest dims a descriptor stands for (build time: the profile's max).
 inline const nvinfer1::Dims& maxDims(const nvinfer1::PluginTensorDesc& d) { return d.dims; }
+inline const nvinfer1::Dims& ownDims(const nvinfer1::PluginTensorDesc& d) { return d.dims; }
+inline const nvinfer1::Dims& ownDims(const nvinfer1::DynamicPluginTensorDesc& d) { return d.desc.dims; }
+
+constexpr int32_t kMaxInputs = 8; // above every op's input count
+
+// The dims of n descriptors, picked by `pick` (ownDims or maxDims), in an array on the stack:
+// enqueue gathers them on every launch.
+template <class Desc, class Pick>
+std::array<nvinfer1::Dims, kMaxInputs> dimsOf(const Desc* desc, int32_t n, Pick pick) {
+    check(n >= 0 && n <= kMaxInputs, "too many inputs");
+    std::array<nvinfer1::Dims, kMaxInputs> dims{};
+    for (int32_t i = 0; i < n; ++i) dims[i] = pick(desc[i]);
+    return dims;
+}
 inline const nvinfer1::Dims& maxDims(const nvinfer1::DynamicPluginTensorDesc& d) { return d.max; }
 
 // Whether an op declares the workspace hooks (see the top of this file).
@@ -104,9 +119,7 @@ public:
     void configure(const Desc* in, int32_t nbIn, int32_t nbOut) {
         checkCounts(nbIn, nbOut);
         check(in != nullptr, "null tensor descriptors");
-        std::vector<nvinfer1::Dims> dims;
-        for (int32_t i = 0; i < nbIn; ++i) dims.push_back(plainDesc(in[i]).dims);
-        mOp.checkDims(dims.data(), nbIn);
+        mOp.checkDims(dimsOf(in, nbIn, [](const auto& d) { return ownDims(d); }).data(), nbIn);
         DType dt;
         const auto& x = plainDesc(in[0]);
         if constexpr (UsesWorkspace<Op>::value) {
@@ -122,9 +135,7 @@ public:
     size_t workspaceSize(const Desc* in, int32_t nbIn) const {
         if constexpr (UsesWorkspace<Op>::value) {
             check(in != nullptr && nbIn >= minInputs() && nbIn <= maxInputs(), "bad input descriptors");
-            std::vector<nvinfer1::Dims> dims;
-            for (int32_t i = 0; i < nbIn; ++i) dims.push_back(maxDims(in[i]));
-            return mOp.workspaceSize(dims.data(), nbIn);
+            return mOp.workspaceSize(dimsOf(in, nbIn, [](const auto& d) { return maxDims(d); }).data(), nbIn);
         } else {
             (void)in, (void)nbIn;
             return 0;
@@ -154,9 +165,7 @@ public:
             if (inputDesc[i].type != inputDesc[0].type) fail("input %d is %s, input 0 is %s", i, typeName(inputDesc[i].type), typeName(inputDesc[0].type));
         for (int32_t i = 0; i < nbOutputs(); ++i)
             if (outputDesc[i].type != inputDesc[0].type) fail("output %d is %s, input 0 is %s", i, typeName(outputDesc[i].type), typeName(inputDesc[0].type));
-        std::vector<nvinfer1::Dims> dims;
-        for (int32_t i = 0; i < nbIn; ++i) dims.push_back(inputDesc[i].dims);
-        mOp.checkDims(dims.data(), nbIn);
+        mOp.checkDims(dimsOf(inputDesc, nbIn, [](const auto& d) { return ownDims(d); }).data(), nbIn);
         int64_t rows, hidden;
         rowsAndHidden(inputDesc[0].dims, rows, hidden);
         if (rows == 0 || hidden == 0) return 0;
