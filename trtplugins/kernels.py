@@ -220,7 +220,7 @@ def skip_norm(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer",
         if skip.shape == x.shape:
             skip_ptr = _data(skip, "skip", x)
         else:
-            lead = [d for d in skip.shape[:-1]]
+            lead = list(skip.shape[:-1])
             while lead and lead[0] == 1:
                 lead.pop(0)
             if skip.dtype != x.dtype or skip.shape[-1] != hidden or tuple(lead) != tuple(x.shape[x.dim() - 1 - len(lead):-1]):
