@@ -46,6 +46,7 @@ _SIGNATURES = {
     "th_configure": (_I, [_P, _I, _I, _c.POINTER(_I), _L]),
     "th_workspace": (_Z, [_P, _I, _I, _c.POINTER(_I), _L]),
     "th_enqueue": (_I, [_P, _I, _I, _c.POINTER(_I), _L, _c.POINTER(_P), _c.POINTER(_P), _P, _P]),
+    "th_enqueue_host_us": (_c.c_double, [_P, _I, _I, _c.POINTER(_I), _L, _c.POINTER(_P), _c.POINTER(_P), _P, _P, _I, _I]),
     "th_gpu_problem": (_Z, [_c.c_char_p, _I, _I, _I, _c.c_char_p, _Z]),
     "th_current_gpu_problem": (_Z, [_c.c_char_p, _Z]),
     "th_built_architectures": (_c.c_char_p, []),
@@ -189,9 +190,17 @@ class Plugin:
     def initialize(self) -> int:
         return self.lib.th_initialize(self.ptr)
 
-    def enqueue(self, types, shapes, inputs: list[int], outputs: list[int], stream: int = 0, workspace: int = 0) -> int:
-        """types/shapes: inputs then outputs; inputs/outputs/workspace: device pointers."""
+    def _io(self, types, shapes, inputs, outputs):
         ins = (ctypes.c_void_p * len(inputs))(*inputs)
         outs = (ctypes.c_void_p * len(outputs))(*outputs)
-        return self.lib.th_enqueue(self.ptr, len(inputs), len(outputs), _ints(types), _dims(shapes), ins, outs,
-                                   workspace or None, stream)
+        return self.ptr, len(inputs), len(outputs), _ints(types), _dims(shapes), ins, outs
+
+    def enqueue(self, types, shapes, inputs: list[int], outputs: list[int], stream: int = 0, workspace: int = 0) -> int:
+        """types/shapes: inputs then outputs; inputs/outputs/workspace: device pointers."""
+        return self.lib.th_enqueue(*self._io(types, shapes, inputs, outputs), workspace or None, stream)
+
+    def enqueue_host_us(self, types, shapes, inputs, outputs, stream: int = 0, workspace: int = 0,
+                        iters: int = 200, reps: int = 5) -> float:
+        """Host microseconds per enqueue (median of reps loops of iters enqueues, no GPU wait); -1 on an error."""
+        return self.lib.th_enqueue_host_us(*self._io(types, shapes, inputs, outputs), workspace or None, stream,
+                                           iters, reps)

@@ -338,6 +338,8 @@ def test_reference_broadcast_skip():
     for x0, s0 in (((0, H), (0, H)), ((0, 3, H), (3, H))):  # no rows (the GPU tests' empty batch)
         y, total = reference.skip_norm(np.zeros(x0, np.float32), np.zeros(s0, np.float32), **kw)
         assert y.shape == total.shape == x0
+    y, total = reference.skip_norm(np.ones((1, 1)), np.ones((1, 1)), gamma=np.ones(1), output_sum=True)  # hidden 1
+    assert y.shape == (1, 1) and total[0, 0] == 2
 
 
 def test_skip_broadcast_constant_position_embedding():

@@ -88,7 +88,7 @@ def skip_norm(
     if skip is not None:
         skip = np.asarray(skip)
         core = skip.shape[next((i for i, d in enumerate(skip.shape) if d != 1), skip.ndim):]
-        if skip.ndim > x.ndim or not core or core != x.shape[x.ndim - len(core):]:
+        if skip.shape != x.shape and (skip.ndim > x.ndim or not core or core != x.shape[x.ndim - len(core):]):
             raise ValueError(f"skip shape {skip.shape} neither is input shape {x.shape} nor broadcasts over its leading dims")
         if skip.shape == x.shape:
             s = s + _f64(skip)

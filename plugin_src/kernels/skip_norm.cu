@@ -1,16 +1,20 @@
 // s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). FP32 statistics; every element of x, skip
-// and y is read or written once. The row stays in registers as this thread's 16-byte packs:
+// and y is read or written once. A row stays in registers as this thread's 16-byte packs:
 //   warp rows:  one warp per row, several rows per block (short rows, no barrier);
-//   block rows: one block of packs / NV threads per row;
-//   long rows (16-bit rows past 8192, rows without 16-byte packs, or past the register budget): one
-//   block per row, three passes over global memory, the re-reads served by L2.
-// No shared-memory staging and no persistent grid: the rows in flight per SM are what registers allow
-// (LayerNorm FP16 4096: 64 registers, 4 blocks, DRAM 56% under ncu). The staged persistent design this
-// replaced was faster for plain 16-bit RMSNorm at hidden >= 5120 and slower elsewhere
-// (benchmarks/RESULTS.md, History). LayerNorm takes the mean, then the centred sum of squares from registers
-// (two reductions: exact as two passes); RMSNorm one reduction. The variant (warp or block, packs per
-// thread) is a pure function of dtype and hidden, chosen once when a plugin is configured.
-// y and sum may alias x or skip (same shape): each thread loads its packs before it stores any.
+//   block rows: one block of up to 512 threads per row, one barrier per row;
+//   long rows (past the register budget, or pointers not 16-byte aligned): one block per row, three
+//   passes over global memory, the re-reads served by L2.
+// Rows of any length take 16-byte packs: the elements before a row's first aligned pack (head) and
+// after its last (tail) are one element each of the first threads.
+// Prefetching variants run a grid of the blocks that fit on the GPU at once; each loads its next row
+// into registers before reducing the current one, so the loads of one row hide the reductions and
+// stores of the last.
+// LayerNorm takes the mean, then the centred sum of squares from registers (two reductions: exact as
+// two passes); RMSNorm one reduction. (One reduction merging per-thread (count, mean, M2), Chan et
+// al., cost more instructions than the rows have per element: 16-bit rows ran at half the speed.)
+// The variant is a pure function of dtype and hidden, chosen once when a plugin is configured; the
+// resident grid is measured then too (skipNormMaxBlocks).
+// y and sum may alias x or skip (same shape): each thread loads a row before it stores any of it.
 #include "common.cuh"
 #include "skip_norm.h"
 
@@ -19,18 +23,22 @@ namespace {
 
 using namespace detail;
 
-constexpr int kWarpRows = 4;    // rows per block on the warp path
-constexpr int kMaxThreads = 512;   // block-path threads per row
+constexpr int kWarpRows = 4;      // rows per block on the warp path
+constexpr int kMaxThreads = 512;  // block-path threads per row
 constexpr int kLongThreads = 512;
-constexpr int kMaxElems = 32;   // FP32 values per thread held in registers
-constexpr int kNvs[] = {1, 2, 3, 4, 6, 8, 12, 16}; // packs per thread, by variant index
-constexpr int kNumNv = 8;
-constexpr int kLong = 15;       // variant index of the long-row path
+constexpr int kMaxElems = 32;     // FP32 values per thread held in registers
+constexpr int kNvs[] = {1, 2, 3, 4, 6, 8}; // packs per thread, by variant index
+constexpr int kNumNv = 6;
+constexpr int kLong = 15;         // variant index of the long-row path
 
-// variant = vec * 64 + warp * 16 + index into kNvs (or kLong)
-constexpr int32_t encode(bool vec, bool warp, int nv) { return int32_t(vec) * 64 + int32_t(warp) * 16 + nv; }
-constexpr bool isVec(int32_t v) { return v & 64; }
-constexpr bool isWarp(int32_t v) { return v & 16; }
+// variant = index into kNvs (or kLong) | flags
+enum : int32_t { kWarpBit = 16, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
+constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false) {
+    return nv | (warp ? kWarpBit : 0) | (vec ? kVecBit : 0) | (prefetch ? kPrefetchBit : 0);
+}
+constexpr bool isVec(int32_t v) { return v & kVecBit; }
+constexpr bool isWarp(int32_t v) { return v & kWarpBit; }
+constexpr bool isPrefetch(int32_t v) { return v & kPrefetchBit; }
 constexpr int nvIndex(int32_t v) { return v & 15; }
 
 template <class T> struct Row {
@@ -49,8 +57,47 @@ template <class T> struct Row {
     }
 };
 
-// Sum over the row group (a warp, or the block); every thread gets it. `red`: 32 floats that no
-// other reduction of this block may use until every thread has returned from this one.
+// A row in 16-byte packs: `head` elements before the first aligned pack, `tail` after the last.
+template <int VEC> struct Span {
+    int head, packs, tail;
+    __device__ __forceinline__ Span(int64_t start, int hidden) {
+        head = min(int((VEC - start % VEC) % VEC), hidden);
+        packs = (hidden - head) / VEC;
+        tail = hidden - head - packs * VEC;
+    }
+};
+
+// What one thread holds of a row: packs of x and skip, its head and tail elements.
+template <class T, int VEC, int NV> struct Slice {
+    Pack<T, VEC> x[NV], k[NV];
+    T xe[2], ke[2];
+};
+
+// 16 bytes that no later access of this thread reads again: kept out of L1, which holds the weights.
+template <class T, int N> __device__ __forceinline__ Pack<T, N> loadOnce(const T* p) {
+    static_assert(sizeof(Pack<T, N>) == 16, "16-byte packs");
+#if TRTPLUGINS_PLAIN_LOADS
+    return load<T, N>(p);
+#endif
+    uint4 u;
+    asm("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+        : "l"(p));
+    return *reinterpret_cast<Pack<T, N>*>(&u);
+}
+
+// N FP32 weights at a column that is a multiple of 4 when `vec4` (then float4 loads).
+template <int N> __device__ __forceinline__ void weightsAt(const float* p, bool vec4, float (&w)[N]) {
+    if constexpr (N % 4 == 0) {
+        if (vec4) return loadWeights<N>(p, w);
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) w[i] = __ldg(p + i);
+}
+
+
+// Sum over the row group (a warp, or the block), in every thread. `red`: 32 floats of this block that
+// no thread writes again before every thread has read them (buffers alternate from row to row).
 template <bool WARP> __device__ __forceinline__ float groupSum(float v, float* red) {
     v = warpSum(v);
     if constexpr (WARP) return v;
@@ -60,42 +107,77 @@ template <bool WARP> __device__ __forceinline__ float groupSum(float v, float* r
     return warpSum(lane < int(blockDim.x >> 5) ? red[lane] : 0.f);
 }
 
-template <class T, int VEC, int NV, bool WARP, Norm NORM>
+template <bool SKIP, class T, int VEC, int NV>
+__device__ __forceinline__ void loadSlice(const Row<T>& a, int64_t row, int tpr, int t, const Span<VEC>& sp,
+                                          Slice<T, VEC, NV>& s) {
+    const T* x = a.x + row * a.hidden;
+    const T* k = SKIP ? a.skipRow(row) : nullptr;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+        const int c = sp.head + (j * tpr + t) * VEC;
+        if (j * tpr + t < sp.packs) {
+            s.x[j] = loadOnce<T, VEC>(x + c);
+            if (SKIP) s.k[j] = loadOnce<T, VEC>(k + c);
+        }
+    }
+    const int tail = sp.head + sp.packs * VEC + t;
+    if (t < sp.head) {
+        s.xe[0] = x[t];
+        if (SKIP) s.ke[0] = k[t];
+    }
+    if (t < sp.tail) {
+        s.xe[1] = x[tail];
+        if (SKIP) s.ke[1] = k[tail];
+    }
+}
+
+// PREFETCH: a resident grid, each row group loading its next row before it reduces this one.
+// SKIP: a.skip is set (the registers for it only when it is).
+template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP>
 __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
-    __shared__ float red[2][32];
+    __shared__ float red[2][2][32];
     const int tpr = WARP ? 32 : blockDim.x, t = WARP ? threadIdx.x & 31 : threadIdx.x;
     const int perBlock = WARP ? blockDim.x >> 5 : 1;
     const int hidden = int(a.hidden);
     const float invH = 1.f / float(hidden);
-    for (int64_t row = int64_t(blockIdx.x) * perBlock + (WARP ? threadIdx.x >> 5 : 0); row < a.rows;
-         row += int64_t(gridDim.x) * perBlock) {
+    const int64_t stride = int64_t(gridDim.x) * perBlock;
+    int64_t row = int64_t(blockIdx.x) * perBlock + (WARP ? threadIdx.x >> 5 : 0);
+
+    Slice<T, VEC, NV> next;
+    if (PREFETCH && row < a.rows) loadSlice<SKIP>(a, row, tpr, t, Span<VEC>(row * a.hidden, hidden), next);
+
+    for (int parity = 0; row < a.rows; row += stride, parity ^= 1) {
         const int64_t base = row * a.hidden;
-        const T* skip = a.skip ? a.skipRow(row) : nullptr;
-        Pack<T, VEC> px[NV], ps[NV];
-#pragma unroll
-        for (int j = 0; j < NV; ++j) {
-            const int c = (j * tpr + t) * VEC;
-            if (c < hidden) {
-                px[j] = load<T, VEC>(a.x + base + c);
-                if (skip) ps[j] = load<T, VEC>(skip + c);
-            }
+        const Span<VEC> sp(base, hidden);
+        Slice<T, VEC, NV> cur;
+        if constexpr (PREFETCH) {
+            cur = next;
+            const int64_t after = row + stride;
+            if (after < a.rows) loadSlice<SKIP>(a, after, tpr, t, Span<VEC>(after * a.hidden, hidden), next);
+        } else {
+            loadSlice<SKIP>(a, row, tpr, t, sp, cur);
         }
-        float s[NV][VEC];
+        const bool vec4 = (sp.head & 3) == 0;
+        const int tailCol = sp.head + sp.packs * VEC + t;
+        const bool hasHead = t < sp.head, hasTail = t < sp.tail;
+
+        // s = x + skip + bias, in FP32; the sum output; this thread's partial statistics.
+        float s[NV][VEC], e[2] = {0.f, 0.f};
         float acc = 0.f;
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
-            const int c = (j * tpr + t) * VEC;
-            if (c < hidden) {
-                unpack(px[j], s[j]);
-                if (skip) {
+            const int c = sp.head + (j * tpr + t) * VEC;
+            if (j * tpr + t < sp.packs) {
+                unpack(cur.x[j], s[j]);
+                if constexpr (SKIP) {
                     float k[VEC];
-                    unpack(ps[j], k);
+                    unpack(cur.k[j], k);
 #pragma unroll
                     for (int i = 0; i < VEC; ++i) s[j][i] += k[i];
                 }
                 if (a.bias) {
                     float b[VEC];
-                    loadWeights<VEC>(a.bias + c, b);
+                    weightsAt<VEC>(a.bias + c, vec4, b);
 #pragma unroll
                     for (int i = 0; i < VEC; ++i) s[j][i] += b[i];
                 }
@@ -107,44 +189,54 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                 for (int i = 0; i < VEC; ++i) s[j][i] = 0.f;
             }
         }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (h == 0 ? hasHead : hasTail) {
+                const int c = h == 0 ? t : tailCol;
+                e[h] = toFloat(cur.xe[h]) + (SKIP ? toFloat(cur.ke[h]) : 0.f) + (a.bias ? __ldg(a.bias + c) : 0.f);
+                if (a.sum) a.sum[base + c] = fromFloat<T>(e[h]);
+                acc += NORM == Norm::kLayer ? e[h] : e[h] * e[h];
+            }
+        }
         float mean = 0.f;
-        if constexpr (NORM == Norm::kLayer) {
-            mean = groupSum<WARP>(acc, red[0]) * invH;
+        if constexpr (NORM == Norm::kLayer) { // the mean, then the centred sum of squares: exact as two passes
+            mean = groupSum<WARP>(acc, red[parity][0]) * invH;
             acc = 0.f;
 #pragma unroll
             for (int j = 0; j < NV; ++j) {
-                if ((j * tpr + t) * VEC < hidden) {
+                if (j * tpr + t < sp.packs) {
 #pragma unroll
-                    for (int i = 0; i < VEC; ++i) {
-                        const float d = s[j][i] - mean;
-                        acc = fmaf(d, d, acc);
-                    }
+                    for (int i = 0; i < VEC; ++i) acc = fmaf(s[j][i] - mean, s[j][i] - mean, acc);
                 }
             }
+            if (hasHead) acc = fmaf(e[0] - mean, e[0] - mean, acc);
+            if (hasTail) acc = fmaf(e[1] - mean, e[1] - mean, acc);
         }
-        const float rstd = rsqrtf(groupSum<WARP>(acc, red[1]) * invH + a.eps);
+        const float rstd = rsqrtf(groupSum<WARP>(acc, red[parity][1]) * invH + a.eps);
+
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
-            const int c = (j * tpr + t) * VEC;
-            if (c < hidden) {
-                float g[VEC], o[VEC];
-                loadWeights<VEC>(a.gamma + c, g);
+            const int c = sp.head + (j * tpr + t) * VEC;
+            if (j * tpr + t < sp.packs) {
+                float g[VEC], b[VEC], o[VEC];
+                weightsAt<VEC>(a.gamma + c, vec4, g);
+                if (a.beta) weightsAt<VEC>(a.beta + c, vec4, b);
 #pragma unroll
-                for (int i = 0; i < VEC; ++i) o[i] = (s[j][i] - mean) * rstd * g[i];
-                if (a.beta) {
-                    float b[VEC];
-                    loadWeights<VEC>(a.beta + c, b);
-#pragma unroll
-                    for (int i = 0; i < VEC; ++i) o[i] += b[i];
-                }
+                for (int i = 0; i < VEC; ++i) o[i] = fmaf((s[j][i] - mean) * rstd, g[i], a.beta ? b[i] : 0.f);
                 store<T, VEC>(a.y + base + c, o);
             }
         }
-        if constexpr (!WARP) __syncthreads(); // red is rewritten by the next row (only when rows > grid)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (h == 0 ? hasHead : hasTail) {
+                const int c = h == 0 ? t : tailCol;
+                a.y[base + c] = fromFloat<T>(fmaf((e[h] - mean) * rstd, __ldg(a.gamma + c), a.beta ? __ldg(a.beta + c) : 0.f));
+            }
+        }
     }
 }
 
-// Any hidden: statistics from global memory (the row stays in L1/L2 between passes).
+// Any hidden, any alignment: statistics from global memory (the row stays in L1/L2 between passes).
 template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongThreads) longRowKernel(Row<T> a) {
     __shared__ float red[2][32];
     const float invH = 1.f / float(a.hidden);
@@ -172,7 +264,7 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
             for (int i = 0; i < VEC; ++i) acc += NORM == Norm::kLayer ? s[i] : s[i] * s[i];
         }
         if constexpr (NORM == Norm::kLayer) {
-            mean = groupSum<false>(acc, red[0]) * invH;
+            mean = blockSum(acc, red[0]) * invH;
             acc = 0.f;
 #pragma unroll 4
             for (int64_t c = int64_t(threadIdx.x) * VEC; c < a.hidden; c += int64_t(blockDim.x) * VEC) {
@@ -181,7 +273,7 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
                 for (int i = 0; i < VEC; ++i) acc = fmaf(s[i] - mean, s[i] - mean, acc);
             }
         }
-        const float rstd = rsqrtf(groupSum<false>(acc, red[1]) * invH + a.eps);
+        const float rstd = rsqrtf(blockSum(acc, red[1]) * invH + a.eps);
 #pragma unroll 2
         for (int64_t c = int64_t(threadIdx.x) * VEC; c < a.hidden; c += int64_t(blockDim.x) * VEC) {
             float s[VEC], g[VEC], o[VEC];
@@ -200,75 +292,103 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
     }
 }
 
+#ifndef TRTPLUGINS_SWEEP
+#define TRTPLUGINS_SWEEP 0
+#endif
+// The (warp, prefetch) kernels this build instantiates: the ones choose() can pick, or with
+// TRTPLUGINS_SWEEP every one (for bench_kernels.py --sweep).
+constexpr bool built(bool warp, bool prefetch) { return TRTPLUGINS_SWEEP || prefetch; }
+
 constexpr int vecOf(int es) { return 16 / es; }
 
 // Threads per row of a block-path variant (a multiple of 32).
-inline int64_t blockThreads(int64_t packs, int nv) { return ceilDiv(ceilDiv(packs, nv), 32) * 32; }
+inline int64_t blockThreads(int64_t packs, int nv) { return ceilDiv(ceilDiv(packs > 0 ? packs : 1, nv), 32) * 32; }
 
-// Whether variant v can run rows of `hidden` elements of es bytes.
+// Whether variant v can run rows of `hidden` elements of es bytes (pointers 16-byte aligned when vec).
 bool feasible(int32_t v, int es, int64_t hidden) {
-    if (v < 0 || v >= 128 || (v & 32)) return false;
+    if (v < 0 || (v & ~kAllBits) || (v & 32)) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
-    if (isVec(v) && hidden % vw) return false;
-    if (idx == kLong) return !isWarp(v);
-    if (idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
-    const int64_t packs = hidden / vw;
+    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && hidden % vw == 0;
+    if (!isVec(v) || idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
+    if (!built(isWarp(v), isPrefetch(v))) return false;
+    const int64_t packs = hidden / vw; // whole packs in any row, whatever its alignment
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
 }
 
-// The variant for (element size, hidden, 16-byte packs fit), from the H200 sweep of every variant
-// (bench_kernels.py --sweep; RESULTS.md, History): a warp per row up to 3 packs per lane (1 for BF16,
-// whose conversions cost registers: a 32-thread block of 3 packs measured faster at 768); then a block
-// with 2 (FP16), 4 (BF16: its conversions cost more registers) or 3-8 (FP32) packs per thread; past
-// 8192 16-bit elements, and for rows that take no 16-byte packs, the long-row path (re-reads from L2)
-// beat every register path. A variant the rule lands on that cannot run gives way to the long-row path.
+// The variant for (element size, hidden, 16-byte access possible), from the H200 sweep of every
+// variant (bench_kernels.py --sweep; RESULTS.md, History).
 int32_t choose(int es, int64_t hidden, bool vec, bool bf16) {
-    const int vw = vec ? vecOf(es) : 1;
+    const int32_t fallback = encode(vec && hidden % vecOf(es) == 0, false, kLong);
+    if (!vec) return fallback;
+    const int vw = vecOf(es);
     const int64_t packs = hidden / vw;
-    auto idx = [](int nv) {
+    auto idx = [](int64_t nv) {
         int i = 0;
         while (i + 1 < kNumNv && kNvs[i] < nv) ++i;
         return i;
     };
-    int32_t v = encode(vec, false, kLong);
-    if (packs <= 32 * (bf16 && vec ? 1 : 3)) v = encode(vec, true, idx(int(ceilDiv(packs, 32))));
-    else if (!vec || (es == 2 && hidden > 8192)) return v;
-    else if (es == 2) v = encode(true, false, idx(bf16 ? 4 : 2));
-    else v = encode(true, false, idx(hidden <= 3072 ? 3 : 8));
-    return feasible(v, es, hidden) ? v : encode(vec, false, kLong);
+    int32_t v;
+    if (packs <= 32 * (bf16 ? 1 : 3)) v = encode(true, true, idx(ceilDiv(packs, 32)), true);
+    else if (es == 2) v = encode(true, false, idx(hidden > 8192 ? 4 : bf16 ? 4 : 2), true);
+    else v = encode(true, false, idx(hidden <= 3072 ? 3 : 8), true);
+    return feasible(v, es, hidden) ? v : fallback;
 }
 
-template <class T, int VEC, Norm NORM, bool WARP, int I>
-cudaError_t launchRows(const Row<T>& a, int64_t packs, cudaStream_t s) {
-    constexpr int NV = kNvs[I];
-    if constexpr (NV * VEC > kMaxElems) {
+// Calls f(kernel, threads per block, rows per block) for variant v's kernel.
+template <class T, int VEC, Norm NORM, int NV, int C, class F>
+cudaError_t atCombo(int64_t hidden, F& f) {
+    constexpr bool W = C & 2, P = C & 1, S = C & 4;
+    if constexpr (NV * VEC > kMaxElems || !built(W, P)) {
         return cudaErrorInvalidValue;
-    } else if constexpr (WARP) {
-        return launchKernel(rowKernel<T, VEC, NV, true, NORM>, gridFor(ceilDiv(a.rows, kWarpRows)), 32 * kWarpRows,
-                            s, a);
     } else {
-        return launchKernel(rowKernel<T, VEC, NV, false, NORM>, gridFor(a.rows), unsigned(blockThreads(packs, NV)),
-                            s, a);
+        const unsigned threads = W ? 32 * kWarpRows : unsigned(blockThreads(hidden / VEC, NV));
+        return f(rowKernel<T, VEC, NV, W, NORM, P, S>, threads, W ? kWarpRows : 1);
     }
 }
 
-template <class T, int VEC, Norm NORM, bool WARP, int... I>
-cudaError_t byIndex(int idx, const Row<T>& a, int64_t packs, cudaStream_t s, std::integer_sequence<int, I...>) {
+template <class T, int VEC, Norm NORM, int I, class F, int... C>
+cudaError_t atNv(int combo, int64_t hidden, F& f, std::integer_sequence<int, C...>) {
     cudaError_t e = cudaErrorInvalidValue;
-    ((idx == I ? (e = launchRows<T, VEC, NORM, WARP, I>(a, packs, s), true) : false) || ...);
+    ((combo == C ? (e = atCombo<T, VEC, NORM, kNvs[I], C>(hidden, f), true) : false) || ...);
     return e;
 }
 
-template <class T, int VEC, Norm NORM> cudaError_t launchVariant(int32_t v, const Row<T>& a, cudaStream_t s) {
-    const int64_t packs = a.hidden / VEC;
-    if (nvIndex(v) == kLong) return launchKernel(longRowKernel<T, VEC, NORM>, gridFor(a.rows), kLongThreads, s, a);
-    const auto seq = std::make_integer_sequence<int, kNumNv>{};
-    return isWarp(v) ? byIndex<T, VEC, NORM, true>(nvIndex(v), a, packs, s, seq)
-                     : byIndex<T, VEC, NORM, false>(nvIndex(v), a, packs, s, seq);
+template <class T, int VEC, Norm NORM, class F, int... I>
+cudaError_t atIndex(int32_t v, bool skip, int64_t hidden, F& f, std::integer_sequence<int, I...>) {
+    const int combo = (skip ? 4 : 0) | (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
+    cudaError_t e = cudaErrorInvalidValue;
+    ((nvIndex(v) == I ? (e = atNv<T, VEC, NORM, I>(combo, hidden, f, std::make_integer_sequence<int, 8>{}), true)
+                      : false) ||
+     ...);
+    return e;
 }
 
-template <class T, Norm NORM> cudaError_t launchNorm(int32_t v, const Row<T>& a, cudaStream_t s) {
-    return isVec(v) ? launchVariant<T, IoSize<T>::kVec, NORM>(v, a, s) : launchVariant<T, 1, NORM>(v, a, s);
+// Calls f(kernel, threads, rows per block) for the kernel of a feasible variant v (with a skip input or not).
+template <class T, Norm NORM, class F> cudaError_t withKernel(int32_t v, bool skip, int64_t hidden, F&& f) {
+    constexpr int VEC = IoSize<T>::kVec;
+    if (nvIndex(v) == kLong) {
+        return isVec(v) ? f(longRowKernel<T, VEC, NORM>, unsigned(kLongThreads), 1)
+                        : f(longRowKernel<T, 1, NORM>, unsigned(kLongThreads), 1);
+    }
+    return atIndex<T, VEC, NORM>(v, skip, hidden, f, std::make_integer_sequence<int, kNumNv>{});
+}
+
+template <class F> cudaError_t withKernel(DType dt, Norm norm, int32_t v, bool skip, int64_t hidden, F&& f) {
+    return dispatchDType(dt, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        return norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, hidden, f)
+                                    : withKernel<T, Norm::kRms>(v, skip, hidden, f);
+    });
+}
+
+// Blocks of `kernel` resident on the current GPU at once (0 if the query fails).
+template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
+    int dev = 0, sms = 0, perSm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, int(threads), 0) != cudaSuccess)
+        return 0;
+    return sms * perSm;
 }
 
 int elemSize(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
@@ -277,13 +397,22 @@ int elemSize(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 
 int32_t skipNormVariant(DType dt, int64_t hidden) {
     if (hidden < 1) return -1;
-    const int es = elemSize(dt);
-    return choose(es, hidden, hidden % vecOf(es) == 0, dt == DType::kBFloat16);
+    return choose(elemSize(dt), hidden, true, dt == DType::kBFloat16);
+}
+
+int32_t skipNormMaxBlocks(DType dt, Norm norm, int32_t variant, bool skip, int64_t hidden) {
+    if (!feasible(variant, elemSize(dt), hidden) || !isPrefetch(variant)) return 0;
+    int32_t blocks = 0;
+    withKernel(dt, norm, variant, skip, hidden, [&](auto kernel, unsigned threads, int) {
+        blocks = residentBlocks(kernel, threads);
+        return cudaSuccess;
+    });
+    return blocks;
 }
 
 int skipNormCandidates(DType dt, int64_t hidden, int32_t* out, int cap) {
     int n = 0;
-    for (int32_t v = 0; v < 128; ++v)
+    for (int32_t v = 0; v <= kAllBits; ++v)
         if (feasible(v, elemSize(dt), hidden) && n++ < cap && out) out[n - 1] = v;
     return n;
 }
@@ -294,20 +423,31 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     if (args.rows == 0) return cudaSuccess;
     if (!args.x || !args.y || !args.gamma) return cudaErrorInvalidValue;
     if (args.rows > INT64_MAX / args.hidden) return cudaErrorInvalidValue;
-    const int es = elemSize(dt);
-    const bool aligned = aligned16(args.x) && aligned16(args.y) && aligned16(args.gamma) &&
-                         (!args.skip || aligned16(args.skip)) && (!args.sum || aligned16(args.sum)) &&
-                         (!args.bias || aligned16(args.bias)) && (!args.beta || aligned16(args.beta));
+    const int es = elemSize(dt), vw = vecOf(es);
+    // Packs need 16-byte aligned pointers; a broadcast skip row starts where x's row does only when
+    // rows are whole packs.
+    const bool vec = aligned16(args.x) && aligned16(args.y) && aligned16(args.gamma) &&
+                     (!args.skip || aligned16(args.skip)) && (!args.sum || aligned16(args.sum)) &&
+                     (!args.bias || aligned16(args.bias)) && (!args.beta || aligned16(args.beta)) &&
+                     (!args.skip || !args.skipRows || args.skipRows >= args.rows || args.hidden % vw == 0);
     int32_t v = args.variant;
-    if (!feasible(v, es, args.hidden) || (isVec(v) && !aligned))
-        v = choose(es, args.hidden, aligned && args.hidden % vecOf(es) == 0, dt == DType::kBFloat16);
+    if (!feasible(v, es, args.hidden) || (isVec(v) && !vec))
+        v = choose(es, args.hidden, vec, dt == DType::kBFloat16);
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         const Row<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma,
                        args.beta, static_cast<T*>(args.y), static_cast<T*>(args.sum), args.rows, args.hidden,
                        args.skipRows, args.epsilon};
-        return args.norm == Norm::kLayer ? launchNorm<T, Norm::kLayer>(v, a, stream)
-                                         : launchNorm<T, Norm::kRms>(v, a, stream);
+        auto go = [&](auto kernel, unsigned threads, int perBlock) {
+            int64_t grid = ceilDiv(a.rows, perBlock);
+            if (isPrefetch(v)) {
+                const int32_t resident = args.maxBlocks > 0 ? args.maxBlocks : residentBlocks(kernel, threads);
+                if (resident > 0 && resident < grid) grid = resident;
+            }
+            return launchKernel(kernel, gridFor(grid), threads, stream, a);
+        };
+        return args.norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, args.skip != nullptr, args.hidden, go)
+                                         : withKernel<T, Norm::kRms>(v, args.skip != nullptr, args.hidden, go);
     });
 }
 

@@ -33,6 +33,7 @@ private:
     Params mP;
     // The kernel variant chosen when configured, for that dtype and hidden size.
     int32_t mVariant = -1;
+    int32_t mMaxBlocks[2] = {}; // its grid on the device it was configured on, without and with a skip
     DType mVariantType = DType::kFloat32;
     int64_t mVariantHidden = -1;
 };

@@ -175,3 +175,30 @@ def test_legacy_gelu_plugin(h, torch, record, dtype):
     ref = reference.run("CustomGeluPluginDynamic", [as_np(x)], {"type_id": 0, "bias": bias})[0]
     err = check_close(as_np(y), ref, dtype)
     record("plugin:CustomGeluPluginDynamic", f"trt{h.major}-v{h.api}", dtype, shape, err, err / TOL[dtype])
+
+
+HOST_COST = {  # op: (fields, input shapes, outputs)
+    "SkipNorm": (dict(norm="layer", gamma=np.ones(4096, np.float32), beta=np.zeros(4096, np.float32)),
+                 [(64, 4096), (64, 4096)], 1),
+    "BiasActivation": (dict(activation="gelu", bias=np.zeros(4096, np.float32)), [(64, 4096)], 1),
+}
+
+
+@pytest.mark.parametrize("op", list(HOST_COST))
+def test_enqueue_host_cost(h, torch, op):
+    """What one enqueue costs the enqueuing thread (no GPU wait), written next to the GPU summary:
+    launch only, the kernel variant and its grid having been chosen when configured."""
+    from conftest import summary_path
+
+    fields, shapes, n_out = HOST_COST[op]
+    p = h.create_from(op, **fields)
+    inputs = [tensor(torch, s, "float16", i) for i, s in enumerate(shapes)]
+    outs = [torch.empty_like(inputs[0]) for _ in range(n_out)]
+    run_plugin(torch, p, "float16", inputs, n_out)
+    types, all_shapes = [HALF] * (len(inputs) + n_out), shapes + [shapes[0]] * n_out
+    stream = torch.cuda.current_stream().cuda_stream
+    us = p.enqueue_host_us(types, all_shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream)
+    torch.cuda.synchronize()
+    assert 0 < us < 1000, us
+    with open(summary_path().with_name("enqueue_host_us.txt"), "a") as f:
+        f.write(f"{op} trt{h.major} v{h.api} fp16 {shapes}: {us:.2f} us per enqueue (host)\n")
