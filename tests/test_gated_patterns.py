@@ -254,20 +254,22 @@ def test_near_misses_are_left():
     assert any(r["pattern"] == "swiglu" and "differ in shape" in r["reason"] for r in report.left)
 
 
-@pytest.mark.parametrize("case", ["half used elsewhere", "split along another axis"])
+@pytest.mark.parametrize("case", ["half used elsewhere", "split along another axis", "one half twice"])
 def test_split_parts_as_two_inputs(case):
-    """Halves the match cannot take whole (one also used outside it, or not of the last dim): the
-    Split stays and the plugin takes its two outputs."""
-    axis, dims, out_dims = (-1, [None, None, 2 * W], (None, None, W)) if case == "half used elsewhere" else (
-        1, [None, 2, W], (None, 1, W))
+    """Split outputs the match cannot take as halves (one also used outside it, not of the last dim, or
+    the same half as both operands): the Split stays and the plugin takes them as its two inputs."""
+    axis, dims, out_dims = (1, [None, 2, W], (None, 1, W)) if case == "split along another axis" else (
+        -1, [None, None, 2 * W], (None, None, W))
+    linear = "g" if case == "one half twice" else "u"
     nodes = [h.make_node("Split", ["x"], ["g", "u"], axis=axis, num_outputs=2)] + _silu("g", "act") + [
-        h.make_node("Mul", ["act", "u"], ["p"])]
-    nodes.append(h.make_node("Add", ["p", "u"], ["y"]) if case == "half used elsewhere" else h.make_node("Identity", ["p"], ["y"]))
+        h.make_node("Mul", ["act", linear], ["p"])]
+    last = {"half used elsewhere": h.make_node("Add", ["p", "u"], ["y"]), "one half twice": h.make_node("Sub", ["p", "u"], ["y"])}
+    nodes.append(last.get(case, h.make_node("Identity", ["p"], ["y"])))
     model = _model(nodes, [], (("x", dims),), out_dims, opset=18)
     out, _ = substitute(model)
     (node,) = plugin_nodes(out)
-    assert list(node.input) == ["g", "u"] and [n.op_type for n in out.graph.node][:2] == ["Split", "GatedActivation"]
-    compare(model, out, SHAPES if case == "half used elsewhere" else [(2,)])
+    assert list(node.input) == ["g", linear] and [n.op_type for n in out.graph.node][:2] == ["Split", "GatedActivation"]
+    compare(model, out, [(2,)] if case == "split along another axis" else SHAPES)
 
 
 def test_fp16_graph():

@@ -102,7 +102,7 @@ def _split(a: gs.Tensor, b: gs.Tensor, ctx: Ctx) -> tuple[gs.Tensor, list[gs.Nod
     """(x, the nodes splitting it, whether a is the second half) when a and b are the two halves of
     x's last dim, else None."""
     pa, pb = producer(a), producer(b)
-    if pa is None or pb is None or pa.op not in ("Split", "Slice") or pb.op != pa.op:
+    if a is b or pa is None or pb is None or pa.op not in ("Split", "Slice") or pb.op != pa.op:
         return None
     x = ctx.source(pa.inputs[0])
     width = ctx.hidden(x)
