@@ -2,8 +2,8 @@
 """Benchmark the fused kernels against their peers, side by side in one process on one GPU:
 the unfused PyTorch eager chain, torch.compile(chain, dynamic=False,
 mode="max-autotune-no-cudagraphs") compiled afresh for every shape, Liger-Kernel where it has the
-op (LayerNorm, RMSNorm, fused add + RMSNorm with the sum output) and a device-to-device copy of the
-same bytes.
+op (LayerNorm, RMSNorm, fused add + RMSNorm with the sum output, SwiGLU, GEGLU) and a device-to-device
+copy of the same bytes.
 
 Every variant is timed as CUDA-graph replays of k back-to-back launches (k chosen so one replay
 takes ~1 ms), after warm-up; the median over replays / k is the time per launch, so CPU dispatch
@@ -13,9 +13,13 @@ Large points put x beyond the L2 (>= 96 MiB); small points are 1 to 64 rows.
   python3 scripts/bench_kernels.py --out benchmarks        # RESULTS.md, bandwidth.png, results.json
   python3 scripts/bench_kernels.py --sweep --out DIR       # time every kernel variant (ours only)
   python3 scripts/bench_kernels.py --ops group_norm group_norm_silu --out DIR   # the GroupNorm family
+  python3 scripts/bench_kernels.py --ops swiglu geglu --out DIR                  # the gated units
 
 GroupNorm points are N x C x H x W (32 groups; SD and SD-XL UNet shapes, 5-168 MB); its peers are
 eager F.group_norm (+ F.silu) and torch.compile of the same chain (no Liger op).
+Gated points are rows x I, I the output width: swiglu reads two [rows, I] tensors (LLaMA's gate and
+up projections, I = 11008 and 14336), geglu one [rows, 2 I] tensor (diffusers' GEGLU: tanh GELU on
+the second half of x.chunk(2, -1); SD 1.x and SD-XL transformer FFNs); both write [rows, I].
 """
 
 from __future__ import annotations
@@ -44,10 +48,15 @@ SMALL = ((1, 768), (8, 768), (64, 768), (1, 4096), (64, 4096))
 X_BYTES = 96 * 2**20
 EPS = 1e-5
 GN_OPS = ("group_norm", "group_norm_silu")
-OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm", "bias_gelu", "bias_relu6") + GN_OPS
+GATED_OPS = ("swiglu", "geglu")
+OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm", "bias_gelu", "bias_relu6") + GN_OPS + GATED_OPS
 #: GroupNorm points (N, C, H, W), 32 groups: Stable Diffusion 1.x/2.x UNet shapes and SD-XL's
 GN_SHAPES = ((2, 320, 64, 64), (2, 640, 32, 32), (8, 640, 64, 64), (2, 320, 128, 128), (2, 1280, 32, 32))
 GN_GROUPS = 32
+#: gated points (rows, I): SwiGLU at LLaMA-2 7B / LLaMA-3 8B intermediate sizes; GEGLU at SD 1.x (I = 1280,
+#: 2560) and SD-XL (2560, 5120) token counts, and a wider one
+GATED_POINTS = {"swiglu": tuple((r, i) for r in (4096, 16384) for i in (11008, 14336)),
+                "geglu": ((8192, 1280), (2048, 2560), (8192, 2560), (2048, 5120), (2048, 10240))}
 NORM_OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm")  # the SkipNorm kernel's
 PEERS = ("ours", "eager", "compile", "liger")
 
@@ -58,11 +67,14 @@ PEERS = ("ours", "eager", "compile", "liger")
 def _liger():
     try:
         from liger_kernel.ops.fused_add_rms_norm import fused_add_rms_norm_forward
+        from liger_kernel.ops.geglu import geglu_forward
         from liger_kernel.ops.layer_norm import layer_norm_forward
         from liger_kernel.ops.rms_norm import rms_norm_forward
+        from liger_kernel.ops.swiglu import swiglu_forward
     except ImportError:
         return None
-    return layer_norm_forward, rms_norm_forward, fused_add_rms_norm_forward
+    return {"layer_norm": layer_norm_forward, "rms_norm": rms_norm_forward,
+            "fused_add_rms_norm": fused_add_rms_norm_forward, "swiglu": swiglu_forward, "geglu": geglu_forward}
 
 
 def rms_chain(s, w):  # HF LLaMA's RMSNorm: FP32 statistics, cast back, times the weight
@@ -72,6 +84,8 @@ def rms_chain(s, w):  # HF LLaMA's RMSNorm: FP32 statistics, cast back, times th
 
 def make_op(name, rows, hidden, dt, variant=-1):
     """(ours, chain, chain_args, liger or None, bytes) for one op and shape."""
+    if name in GATED_OPS:
+        return make_gated(name, rows, hidden, dt)
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(rows, hidden, device="cuda", generator=g).to(dt)
     w32 = torch.randn(hidden, device="cuda", generator=g) * 0.1 + 1.0
@@ -95,20 +109,46 @@ def make_op(name, rows, hidden, dt, variant=-1):
     if layer:
         if skip is None:
             chain, args = (lambda x, w, b: F.layer_norm(x, (hidden,), w, b, EPS)), (x, w, b)
-            liger = lig and (lambda: lig[0](x, w, b, EPS)[0])
+            liger = lig and (lambda: lig["layer_norm"](x, w, b, EPS)[0])
         else:
             chain, args = (lambda x, r, w, b: F.layer_norm(x + r, (hidden,), w, b, EPS)), (x, skip, w, b)
     elif skip is None:
         chain, args = rms_chain, (x, w)
-        liger = lig and (lambda: lig[1](x, w, EPS, 0.0, "llama", None)[0])
+        liger = lig and (lambda: lig["rms_norm"](x, w, EPS, 0.0, "llama", None)[0])
     else:
         def chain(x, r, w):
             s = x + r
             return rms_chain(s, w), s
         args = (x, skip, w)
-        liger = lig and (lambda: lig[2](x, skip, w, EPS, 0.0, "llama")[:2])
+        liger = lig and (lambda: lig["fused_add_rms_norm"](x, skip, w, EPS, 0.0, "llama")[:2])
     nbytes = (2 + (skip is not None) + with_sum) * n * es + hidden * 4 * (2 if layer else 1)
     return ours, chain, args, liger, nbytes
+
+
+def geglu_chain(x):  # diffusers' GEGLU with approximate="tanh"
+    hidden, gate = x.chunk(2, -1)
+    return hidden * F.gelu(gate, approximate="tanh")
+
+
+def make_gated(name, rows, width, dt):
+    """(ours, chain, chain_args, liger or None, bytes) for SwiGLU over two [rows, width] tensors or GEGLU
+    over the halves of one [rows, 2 width] tensor; Liger's geglu_forward takes the halves as two
+    tensors (made contiguous once, outside the timing)."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    y = torch.empty(rows, width, device="cuda", dtype=dt)
+    lig = _liger()
+    if name == "swiglu":
+        a, b = (torch.randn(rows, width, device="cuda", generator=g).to(dt) for _ in range(2))
+        ours = lambda: kernels.gated_activation(a, b, activation="silu", out=y)  # noqa: E731
+        chain, args = (lambda a, b: F.silu(a) * b), (a, b)
+        liger = lig and (lambda: lig["swiglu"](a, b)[2])
+    else:
+        x = torch.randn(rows, 2 * width, device="cuda", generator=g).to(dt)
+        ours = lambda: kernels.gated_activation(x, activation="gelu_tanh", gate="second", out=y)  # noqa: E731
+        chain, args = geglu_chain, (x,)
+        gate, hidden = x[:, width:].contiguous(), x[:, :width].contiguous()
+        liger = lig and (lambda: lig["geglu"](gate, hidden)[2])
+    return ours, chain, args, liger, 3 * rows * width * y.element_size()
 
 
 def make_group_norm(name, shape, dt):
@@ -136,6 +176,8 @@ def op_points(op, args, dt):
     N, C, H, W shapes (rows = N * C, hidden = H * W); the others rows x hidden."""
     if op in GN_OPS:
         return [(s[0] * s[1], math.prod(s[2:]), s) for s in GN_SHAPES]
+    if op in GATED_OPS:
+        return [(rows, width, None) for rows, width in GATED_POINTS[op]]
     return [(rows, h, None) for rows, h in points(args, dt)]
 
 
@@ -347,14 +389,16 @@ def write_report(data, out: Path, history: str):
          "% copy = time of a device-to-device copy of the same bytes (the faster of torch's copy_ and a Triton copy "
          "kernel) / our time. Speedups are peer time / our time.", "",
          "Peers: eager = the unfused PyTorch chain (x + b then F.gelu / clamp(relu); x (+ skip) then F.layer_norm; "
-         "HF LLaMA's RMSNorm chain with FP32 statistics; F.group_norm, 32 groups, then F.silu); compile = torch.compile(chain, dynamic=False, fullgraph=True, "
+         "HF LLaMA's RMSNorm chain with FP32 statistics; F.group_norm, 32 groups, then F.silu; F.silu(a) * b; "
+         "h * F.gelu(g, approximate='tanh') over x.chunk(2, -1)); compile = torch.compile(chain, dynamic=False, fullgraph=True, "
          "mode=\"max-autotune-no-cudagraphs\"), compiled afresh for each shape where its column has a value (compiles take 3-10 s each: the device "
          "time of a run decides how many; a compile that produced no graph fails the point rather than timing eager); liger = Liger-Kernel's forward (layer_norm_forward, "
-         "rms_norm_forward casting 'llama', fused_add_rms_norm_forward). skip_rms_norm writes the sum too (all "
+         "rms_norm_forward casting 'llama', fused_add_rms_norm_forward, swiglu_forward, geglu_forward on the halves as two "
+         "contiguous tensors). skip_rms_norm writes the sum too (all "
          "peers); skip_layer_norm does not.", "",
          f"Empty kernel (launch to completion, in a graph): {empty * 1e6:.2f} us.", ""]
     L += ["## Targets", ""] + targets(big, small) + [""]
-    L += ["## Large points (x >= 96 MiB; GroupNorm: the N x C x H x W shapes, 5-168 MB)", "",
+    L += ["## Large points (x >= 96 MiB; GroupNorm: the N x C x H x W shapes, 5-168 MB; gated: rows x I, I the output width)", "",
           "| op | dtype | shape | MB | ours us | % copy | vs eager | vs compile | vs liger |", "|---|---|---|---|---|---|---|---|---|"]
     for r in big:
         L.append(f"| {r['op']} | {r['dtype']} | {shape_of(r)} | {r['bytes'] / 2**20:.0f} | {fmt_us(r['ours'])} | "
@@ -375,7 +419,7 @@ def targets(big, small):
         return v and (statistics.median(v), v[0], sum(x >= 0.98 for x in v), len(v))
 
     L = []
-    even = [r for r in big if r["hidden"] in HIDDENS]
+    even = [r for r in big if not odd(r)]
     for op in dict.fromkeys(r["op"] for r in big):
         rs = [r for r in even if r["op"] == op]
         cp = sorted(r["copy"] / r["ours"] for r in rs)
@@ -384,15 +428,20 @@ def targets(big, small):
             s = stat(rs, peer)
             if s:
                 parts.append(f"vs {peer} median {s[0]:.2f}x min {s[1]:.2f}x ({s[2]}/{s[3]} points >= 0.98x)")
-        odd = [r["copy"] / r["ours"] * 100 for r in big if r["op"] == op and r["hidden"] not in HIDDENS]
-        if odd:
-            parts.append(f"odd hidden {min(odd):.0f}-{max(odd):.0f}% copy")
+        odds = [r["copy"] / r["ours"] * 100 for r in big if r["op"] == op and odd(r)]
+        if odds:
+            parts.append(f"odd hidden {min(odds):.0f}-{max(odds):.0f}% copy")
         L.append(f"- {op}: " + "; ".join(parts))
     sm = [r for r in small if r.get("compile")]
     if sm:
         L.append(f"- small launches (1-64 rows): ours <= compile at {sum(r['ours'] <= r['compile'] for r in sm)}/{len(sm)} "
                  f"points; ours {min(r['ours'] for r in sm) * 1e6:.1f}-{max(r['ours'] for r in sm) * 1e6:.1f} us")
     return L
+
+
+def odd(r):
+    """A point of an odd hidden size (of the ops timed over HIDDENS and ODD)."""
+    return r["op"] not in GATED_OPS and r["hidden"] not in HIDDENS
 
 
 def plot(data, out: Path):
@@ -411,11 +460,12 @@ def plot(data, out: Path):
             pts = sorted((r for r in res if r["op"] == op and r["dtype"] == d), key=lambda r: r["hidden"])
             for key, style, color in (("ours", "o-", "C0"), ("eager", "s--", "C1"), ("compile", "D-", "C2"),
                                       ("liger", "^-", "C3")):
-                for odd in (False, True):  # odd hidden sizes: unconnected crosses
-                    sel = [r for r in pts if r.get(key) and (r["hidden"] not in HIDDENS) == odd]
+                for is_odd in (False, True):  # odd hidden sizes: unconnected crosses
+                    sel = [r for r in pts if r.get(key) and odd(r) == is_odd]
                     if sel:
                         ax.plot([r["hidden"] for r in sel], [r["copy"] / r[key] * 100 for r in sel],
-                                "x" if odd else style, color=color, label=None if odd else key, markersize=4 if odd else 3)
+                                "x" if is_odd else style, color=color, label=None if is_odd else key,
+                                markersize=4 if is_odd else 3)
             ax.axhline(100, color="gray", lw=0.8)
             ax.set_xscale("log", base=2)
             ax.set_ylim(0, 110)

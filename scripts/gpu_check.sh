@@ -36,7 +36,7 @@ done
 
 step "compute-sanitizer memcheck on the plugin adapters (enqueue through the harness)"
 TRTP_GPU_SUMMARY=$BUILD/sanitized_summary.md compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -m gpu -q -p no:cacheprovider \
-  tests/gpu/test_plugin_gpu.py -k "trt11 and (768 or 37 or deserialized or bad)" > "$OUT/sanitize_plugin.log" 2>&1
+  tests/gpu/test_plugin_gpu.py tests/gpu/test_gated_gpu.py -k "trt11 and (768 or 37 or deserialized or bad)" > "$OUT/sanitize_plugin.log" 2>&1
 rc=$?
 echo "plugin memcheck: exit $rc, $(grep 'ERROR SUMMARY' "$OUT/sanitize_plugin.log" | tail -1), $(grep -E 'passed|failed' "$OUT/sanitize_plugin.log" | tail -1)"
 [ $rc -eq 0 ] || status=1

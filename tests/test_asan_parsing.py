@@ -36,6 +36,11 @@ for i in range(len(blob)):
 assert h.deserialize("SkipNorm", blob).serialize() == blob
 b = h.create_from("BiasActivation", activation="gelu", bias=np.arange(3, dtype=np.float32)).serialize()
 assert h.deserialize("SkipNorm", b) is None and h.deserialize("BiasActivation", b[:-4]) is None
+g = h.create_from("GatedActivation", activation="gelu", gate="second", gate_bias=np.ones(3, np.float32),
+                  linear_bias=np.ones(3, np.float16)).serialize()
+for n in range(len(g)):
+    assert h.deserialize("GatedActivation", g[:n]) is None; rejected += 1
+assert h.deserialize("GatedActivation", g).serialize() == g
 chars = lambda s: np.frombuffer(s, np.int8)
 for fields in [
     [("norm", PF_CHAR, chars(b"layer"))],                         # no NUL, gamma missing

@@ -67,6 +67,7 @@ def test_build_refuses_to_overwrite_the_model(demo, tmp_path):
     (["-o", "{tmp}/a.plan", "--summary-json", "{tmp}/a.plan"], "name the same file"),
     (["--shapes", "x:0x8x64"], "every dim must be >= 1"),
     (["--shapes", "x:1x8x64", "x:2x8x64"], "--shapes: input 'x' given more than once"),
+    (["--ops", "GatedActivation", "swigl"], "--ops: unknown pattern or plugin 'swigl'"),
 ])
 def test_build_bad_outputs_fail_before_work(demo, tmp_path, args, text):
     """Defects 3, 9: output paths are checked first (one line, exit 2), not after the build."""

@@ -111,6 +111,10 @@ NORM_CASES = [
     for n, beta, bias, s, eps in itertools.product(ops.NORMS, [False, True], [False, True], [0, 1], [1e-5, 1e-12])
 ]
 
+GATED_CASES = [
+    dict(activation=a, gate=g, bias=b) for a, g, b in itertools.product(ops.GATED_ACTIVATIONS, ["first", "second"], [False, True])
+]
+
 GROUP_CASES = [
     dict(num_groups=g, activation=a, bias=bias, output_sum=s)
     for g, a, bias, s in itertools.product([1, 4, 8], ["none", "silu"], [False, True], [0, 1])
@@ -122,6 +126,9 @@ def make_attrs(name, case, hidden=8, seed=0):
     vec = lambda dt="f32": rng.standard_normal(hidden).astype(np.float16 if dt == "f16" else np.float32)
     if name == "BiasActivation":
         return dict(activation=case["activation"], bias=None if case["bias"] is None else vec(case["bias"]))
+    if name == "GatedActivation":
+        return dict(activation=case["activation"], gate=case["gate"], gate_bias=vec() if case["bias"] else None,
+                    linear_bias=vec("f16") if case["bias"] else None)
     if name == "CustomGeluPluginDynamic":
         return dict(type_id=case["type_id"], bias=vec() if case["bias"] else None)
     if name == "GroupNorm":  # hidden = channels
@@ -134,7 +141,7 @@ def make_attrs(name, case, hidden=8, seed=0):
 
 
 CASES = ([("BiasActivation", c) for c in BIAS_CASES] + [("SkipNorm", c) for c in NORM_CASES]
-         + [("GroupNorm", c) for c in GROUP_CASES]
+         + [("GroupNorm", c) for c in GROUP_CASES] + [("GatedActivation", c) for c in GATED_CASES]
          + [("CustomGeluPluginDynamic", dict(type_id=t, bias=b)) for t in (0, 1) for b in (False, True)])
 
 
@@ -265,6 +272,10 @@ GOOD_NORM = [("norm", "CHAR", chars("layer")), ("gamma", "FLOAT32", f32(1, 2, 3)
         ("SkipNorm", GOOD_NORM + [("gamma", "FLOAT32", f32(1, 2, 3))]),  # duplicate
         ("BiasActivation", [("activation", "CHAR", chars("gelu")), ("bias", "FLOAT32", f32(np.nan))]),
         ("BiasActivation", [("activation", "INT32", i32(3))]),
+        ("GatedActivation", [("activation", "CHAR", chars("hard_swish"))]),  # not a gated activation
+        ("GatedActivation", [("activation", "CHAR", chars("silu")), ("gate", "CHAR", chars("both"))]),
+        ("GatedActivation", [("activation", "CHAR", chars("silu")), ("gate_bias", "FLOAT32", f32(1, 2)),
+                             ("linear_bias", "FLOAT32", f32(1))]),
     ],
 )
 @pytest.mark.parametrize("version", [ops.V2_VERSION, ops.V3_VERSION])

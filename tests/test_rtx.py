@@ -61,6 +61,21 @@ def test_build_demo_cli(tmp_path, capsys):
     assert "profile 1x1x64 / 2x16x64 / 2x32x64" in capsys.readouterr().out
 
 
+def test_build_cli_ops_fuses_the_opt_in_gated_unit(tmp_path, capsys):
+    """A GEGLU FeedForward: left to the GEMM epilogue by default, a GatedActivation layer with --ops."""
+    pytest.importorskip("torch", reason="the export needs torch (CPU build)")
+    from test_gated_patterns import FeedForward, export
+
+    src = tmp_path / "ff.onnx"
+    onnx.save(export(FeedForward(), tmp_path / "m.onnx", 17, False), src)
+    for ops, layers in (([], []), (["--ops", "default", "GatedActivation"], ["GatedActivation_0"])):
+        js = tmp_path / "s.json"
+        assert B.main([str(src), "--backend", "rtx", "-o", str(tmp_path / "ff.plan"), "--summary-json", str(js), *ops]) == 0
+        s = json.loads(js.read_text())
+        assert s["plugin_layers"] == layers, capsys.readouterr().out
+        assert [r["pattern"] for r in s["substitution"]["left"]] == ([] if ops else ["geglu_erf"])
+
+
 def test_parse_error_names_node():
     m = _plugin_model()
     m.graph.node[0].op_type = "NoSuchOp"

@@ -97,6 +97,26 @@ def test_substituted_unet_block_builds_with_group_norm_layers(tmp_path):
     assert sorted(s["plugin_layers"]) == sorted(n.name for n in nodes) and s["layers"]["PLUGIN_V3"] == len(nodes)
 
 
+def test_substituted_gated_units_build(tmp_path):
+    """A GEGLU FeedForward (one input, its last dim halved by getOutputShapes through the real
+    IExprBuilder) and LLaMA MLP blocks (two inputs), substituted with --ops GatedActivation."""
+    torch = pytest.importorskip("torch", reason="the exports need torch (CPU build)")
+    from test_gated_patterns import FeedForward, LlamaBlocks, export
+
+    from trtplugins.graph import substitute
+
+    for name, module, inputs in [("geglu", FeedForward("tanh"), 1), ("swiglu", LlamaBlocks(), 2)]:
+        torch.manual_seed(0)
+        model, report = substitute(export(module, tmp_path / f"{name}.onnx", 17, False), ["default", "GatedActivation"])
+        gated = [n for n in model.graph.node if n.op_type == "GatedActivation"]
+        assert gated and all(len(n.input) == inputs for n in gated)
+        s = rtx.build_engine(model, tmp_path / f"{name}.plan")
+        assert sorted(n.name for n in gated) == sorted(p for p in s["plugin_layers"] if p.startswith("GatedActivation"))
+        assert s["layers"]["PLUGIN_V3"] == len(report.replaced)
+        y = next(b for b in s["io"] if b["name"] == "y")
+        assert y["shape"][-1] == 16  # the hidden size again, after the halved FFN
+
+
 def test_bad_attributes_are_refused_with_the_creators_reason():
     nodes = [_node("SkipNorm", ["x"], ["y"], "bad_norm", norm="batch", gamma=numpy_helper.from_array(np.ones(HIDDEN, np.float32)))]
     with pytest.raises(rtx.RtxBuildError) as e:

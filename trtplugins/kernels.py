@@ -2,7 +2,7 @@
 
 For tests and benchmarks: each call launches the same kernel the plugin's enqueue
 launches. Functions take torch CUDA tensors (launched on torch's current stream);
-`raw_bias_activation` / `raw_skip_norm` take device pointers as ints.
+the `raw_` functions take device pointers as ints.
 
 The library is found through $TRTPLUGINS_KERNELS_LIB, else where the plugin
 libraries are searched (trtplugins.loader.search_dirs); the error lists every path tried.
@@ -23,6 +23,8 @@ ENV_VAR = "TRTPLUGINS_KERNELS_LIB"
 
 DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
 ACTIVATION_IDS = {name: i for i, name in enumerate(ops.ACTIVATIONS)}  # header enum order == ops order
+GATED_ACT_IDS = ops.OPS[ops.GATED_ACTIVATION].enum_ids("activation")
+GATE_IDS = ops.OPS[ops.GATED_ACTIVATION].enum_ids("gate")
 NORM_IDS = {name: i for i, name in enumerate(ops.NORMS)}
 GROUP_NORM_ACT_IDS = ops.OPS[ops.GROUP_NORM].enum_ids("activation")
 GROUP_NORM_SKIP = {"none": 0, "full": 1, "per_channel": 2}  # GroupNormSkip in group_norm.h
@@ -55,6 +57,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     p, ll, i, f = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_float
     lib.trtp_bias_activation.argtypes = [i, p, p, p, ll, ll, i, p]
     lib.trtp_bias_activation.restype = i
+    lib.trtp_gated_activation.argtypes = [i, p, p, p, p, p, ll, ll, i, i, p]
+    lib.trtp_gated_activation.restype = i
     lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p]
     lib.trtp_skip_norm.restype = i
     lib.trtp_skip_norm_variant.argtypes = [i, ll]
@@ -100,6 +104,15 @@ def raw_bias_activation(dtype, x: int, bias: int, y: int, rows: int, hidden: int
         _lookup(ACTIVATION_IDS, activation, "activation"), stream or None,
     )
     _check(code, "bias_activation")
+
+
+def raw_gated_activation(dtype, x: int, x2: int, gate_bias: int, linear_bias: int, y: int, rows: int, width: int,
+                         activation, gate="first", stream: int = 0):
+    code = load().trtp_gated_activation(
+        _lookup(DTYPES, dtype, "dtype"), x, x2 or None, gate_bias or None, linear_bias or None, y, rows, width,
+        _lookup(GATED_ACT_IDS, activation, "activation"), _lookup(GATE_IDS, gate, "gate"), stream or None,
+    )
+    _check(code, "gated_activation")
 
 
 def raw_skip_norm(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: int, sum_out: int,
@@ -200,6 +213,31 @@ def bias_activation(x, bias=None, activation: str = "gelu", out=None):
     with torch.cuda.device(x.device):  # rows == 0 goes through too: the kernel must accept it
         raw_bias_activation(_torch_dtype_name(x), _data(x, "x"), _weight(bias, "bias", hidden),
                             _data(y, "out", x), rows, hidden, activation, _stream(x))
+    return y
+
+
+def gated_activation(x, x2=None, *, activation: str = "silu", gate: str = "first", gate_bias=None,
+                     linear_bias=None, out=None):
+    """y = act(gate + gate_bias) * (linear + linear_bias): the operands x and x2 (one shape), or without
+    x2 the halves of x's last dim; `gate` ("first" / "second") names the one activated. `out` may be
+    x or x2 (two inputs)."""
+    import torch
+
+    last = x.shape[-1]
+    if x2 is None and last % 2:
+        raise ValueError(f"x {tuple(x.shape)}: an odd last dim has no two halves")
+    width = last if x2 is not None else last // 2
+    shape = (*x.shape[:-1], width)
+    y = torch.empty(shape, dtype=x.dtype, device=x.device) if out is None else out
+    if tuple(y.shape) != shape or y.dtype != x.dtype:
+        raise ValueError(f"out must be {shape} {x.dtype}; got {tuple(y.shape)} {y.dtype}")
+    rows = x.numel() // last if last else 0
+    with torch.cuda.device(x.device):
+        raw_gated_activation(
+            _torch_dtype_name(x), _data(x, "x"), 0 if x2 is None else _data(x2, "x2", x),
+            _weight(gate_bias, "gate_bias", width), _weight(linear_bias, "linear_bias", width), _data(y, "out"),
+            rows, width, activation, gate, _stream(x),
+        )
     return y
 
 

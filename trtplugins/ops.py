@@ -104,10 +104,12 @@ def _op(d: dict) -> OpSpec:
 OPS: dict[str, OpSpec] = {d["name"]: _op(d) for d in _SCHEMA["ops"]}
 
 BIAS_ACTIVATION = "BiasActivation"
+GATED_ACTIVATION = "GatedActivation"
 SKIP_NORM = "SkipNorm"
 GROUP_NORM = "GroupNorm"
 LEGACY_GELU = "CustomGeluPluginDynamic"  # TensorRT OSS's, removed in 11.0: models that name it build unchanged
 ACTIVATIONS = OPS[BIAS_ACTIVATION].field("activation").choices
+GATED_ACTIVATIONS = OPS[GATED_ACTIVATION].field("activation").choices
 NORMS = OPS[SKIP_NORM].field("norm").choices
 GROUP_NORM_ACTIVATIONS = OPS[GROUP_NORM].field("activation").choices
 

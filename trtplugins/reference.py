@@ -63,6 +63,40 @@ def bias_activation(x: np.ndarray, bias: np.ndarray | None = None, activation_na
     return activation(activation_name, s).astype(x.dtype)
 
 
+def gated_activation(
+    x: np.ndarray,
+    x2: np.ndarray | None = None,
+    *,
+    activation_name: str = "silu",
+    gate: str = "first",
+    gate_bias: np.ndarray | None = None,
+    linear_bias: np.ndarray | None = None,
+) -> np.ndarray:
+    """y = act(gate + gate_bias) * (linear + linear_bias). The operands are x and x2 (one shape), or
+    without x2 the two halves of x's last dim (as x.chunk(2, -1)); `gate` names the one activated."""
+    x = np.asarray(x)
+    if x2 is None:
+        if x.shape[-1] % 2:
+            raise ValueError(f"x has shape {x.shape}: an odd last dim has no two halves")
+        first, second = np.split(x.astype(np.float64), 2, axis=-1)
+    else:
+        if np.shape(x2) != x.shape:
+            raise ValueError(f"x2 has shape {np.shape(x2)}, x {x.shape}")
+        first, second = x.astype(np.float64), _f64(x2)
+    if gate not in ("first", "second"):
+        raise ValueError(f"gate is {gate!r}; expected first or second")
+    g, lin = (first, second) if gate == "first" else (second, first)
+    for name, v in (("gate_bias", gate_bias), ("linear_bias", linear_bias)):
+        _check_vec(name, None if v is None else np.asarray(v), g.shape[-1])
+    if gate_bias is not None:
+        g = g + _f64(gate_bias).reshape(-1)
+    if linear_bias is not None:
+        lin = lin + _f64(linear_bias).reshape(-1)
+    if activation_name not in ops.GATED_ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation_name!r}; expected one of {ops.GATED_ACTIVATIONS}")
+    return (activation(activation_name, g) * lin).astype(x.dtype)
+
+
 def skip_norm(
     x: np.ndarray,
     skip: np.ndarray | None = None,
@@ -186,6 +220,10 @@ def run(op_type: str, inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]
         raise ValueError(f"{op_type} takes {spec.min_inputs}..{spec.max_inputs} inputs, got {len(inputs)}")
     if op_type == ops.BIAS_ACTIVATION:
         return [bias_activation(inputs[0], attrs.get("bias"), attrs["activation"])]
+    if op_type == ops.GATED_ACTIVATION:
+        return [gated_activation(inputs[0], inputs[1] if len(inputs) > 1 else None,
+                                 activation_name=attrs["activation"], gate=attrs.get("gate", "first"),
+                                 gate_bias=attrs.get("gate_bias"), linear_bias=attrs.get("linear_bias"))]
     if op_type == ops.LEGACY_GELU:
         return [legacy_gelu(inputs[0], attrs.get("bias"))]
     if op_type == ops.GROUP_NORM:

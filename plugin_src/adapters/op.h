@@ -9,6 +9,8 @@
 //   void onConfigured(DType, int64_t hidden);                            // per-shape choices (hidden known)
 //   cudaError_t launch(DType, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights&,
 //                      const void* const* inputs, void* const* outputs, cudaStream_t) const;
+// An op whose outputs are not shaped like input 0 declares (the same dims for every output; throws):
+//   nvinfer1::DimsExprs outputDims(const nvinfer1::DimsExprs* in, int32_t nbInputs, nvinfer1::IExprBuilder&) const;
 // An op that needs per-shape scratch memory declares instead of onConfigured and that launch:
 //   void onConfiguredDims(DType, const nvinfer1::Dims& x);                     // input 0's dims, all known
 //   size_t workspaceSize(const nvinfer1::Dims* in, int32_t nbInputs) const;    // bytes for these dims and any smaller
@@ -70,6 +72,13 @@ template <class Op, class = void> struct UsesWorkspace : std::false_type {};
 template <class Op>
 struct UsesWorkspace<Op, std::void_t<decltype(std::declval<const Op&>().workspaceSize(
                              static_cast<const nvinfer1::Dims*>(nullptr), int32_t{}))>> : std::true_type {};
+
+// Whether an op declares its output dims (see the top of this file).
+template <class Op, class = void> struct DeclaresOutputDims : std::false_type {};
+template <class Op>
+struct DeclaresOutputDims<Op, std::void_t<decltype(std::declval<const Op&>().outputDims(
+                                  static_cast<const nvinfer1::DimsExprs*>(nullptr), int32_t{},
+                                  std::declval<nvinfer1::IExprBuilder&>()))>> : std::true_type {};
 
 inline bool allKnown(const nvinfer1::Dims& d) {
     for (int32_t i = 0; i < d.nbDims; ++i)
@@ -139,6 +148,16 @@ public:
         } else {
             (void)in, (void)nbIn;
             return 0;
+        }
+    }
+
+    // Every output's dims: the op's rule, else input 0's.
+    nvinfer1::DimsExprs outputDims(const nvinfer1::DimsExprs* in, int32_t nbIn, nvinfer1::IExprBuilder& b) const {
+        if constexpr (DeclaresOutputDims<Op>::value) {
+            return mOp.outputDims(in, nbIn, b);
+        } else {
+            (void)nbIn, (void)b;
+            return in[0];
         }
     }
 

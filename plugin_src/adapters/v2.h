@@ -69,17 +69,16 @@ public:
         return inputTypes[0];
     }
 
-    // Every output has the shape of input 0.
     nvinfer1::DimsExprs getOutputDimensions(int32_t index, const nvinfer1::DimsExprs* inputs, int32_t nbInputs,
-                                            nvinfer1::IExprBuilder&) noexcept override {
+                                            nvinfer1::IExprBuilder& b) noexcept override {
+        nvinfer1::DimsExprs bad{};
+        bad.nbDims = -1;
         if (!mS.outputOk(index, nbInputs) || !inputs) {
             log(nvinfer1::ILogger::Severity::kERROR, "%s: getOutputDimensions(%d) with %d inputs (expected %d..%d)", Op::kName,
                 index, nbInputs, OpState<Op>::minInputs(), OpState<Op>::maxInputs());
-            nvinfer1::DimsExprs bad{};
-            bad.nbDims = -1;
             return bad;
         }
-        return inputs[0];
+        return guarded(Op::kName, "getOutputDimensions", bad, [&] { return mS.outputDims(inputs, nbInputs, b); });
     }
 
     bool supportsFormatCombination(int32_t pos, const nvinfer1::PluginTensorDesc* inOut, int32_t nbInputs,

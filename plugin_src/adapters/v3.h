@@ -53,14 +53,14 @@ public:
         });
     }
 
-    // Every output has the shape of input 0.
     int32_t getOutputShapes(const nvinfer1::DimsExprs* inputs, int32_t nbInputs, const nvinfer1::DimsExprs*, int32_t,
-                            nvinfer1::DimsExprs* outputs, int32_t nbOutputs, nvinfer1::IExprBuilder&) noexcept override {
+                            nvinfer1::DimsExprs* outputs, int32_t nbOutputs, nvinfer1::IExprBuilder& b) noexcept override {
         return guarded(Op::kName, "getOutputShapes", -1, [&] {
             if (!inputs || !outputs || !mS.countsOk(nbInputs, nbOutputs))
                 fail("%d inputs, %d outputs (expected %d..%d, %d)", nbInputs, nbOutputs, OpState<Op>::minInputs(),
                      OpState<Op>::maxInputs(), mS.nbOutputs());
-            for (int32_t i = 0; i < nbOutputs; ++i) outputs[i] = inputs[0];
+            const nvinfer1::DimsExprs dims = mS.outputDims(inputs, nbInputs, b);
+            for (int32_t i = 0; i < nbOutputs; ++i) outputs[i] = dims;
             return 0;
         });
     }

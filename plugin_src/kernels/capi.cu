@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "bias_activation.h"
+#include "gated_activation.h"
 #include "group_norm.h"
 #include "skip_norm.h"
 
@@ -15,6 +16,16 @@ TRTP_API int trtp_bias_activation(int dtype, const void* x, const float* bias, v
                                   long long hidden, int act, void* stream) {
     return int(trtp::launchBiasActivation(trtp::DType(dtype), x, bias, y, rows, hidden, trtp::Activation(act),
                                           static_cast<cudaStream_t>(stream)));
+}
+
+// x2 nullptr: x holds both operands as the halves of its last dim (rows x 2 width).
+TRTP_API int trtp_gated_activation(int dtype, const void* x, const void* x2, const float* gate_bias,
+                                   const float* linear_bias, void* y, long long rows, long long width, int act,
+                                   int gate, void* stream) {
+    trtp::GatedActivationArgs a;
+    a.x = x, a.x2 = x2, a.gateBias = gate_bias, a.linearBias = linear_bias, a.y = y;
+    a.rows = rows, a.width = width, a.act = trtp::Activation(act), a.gate = trtp::GateOperand(gate);
+    return int(trtp::launchGatedActivation(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
 }
 
 TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const float* bias, const float* gamma,

@@ -55,6 +55,42 @@ template <int N> __device__ __forceinline__ void loadWeights(const float* __rest
     }
 }
 
+// v[i] += w[col + i] for N FP32 weights (nullptr: nothing); the loadWeights alignment rule.
+template <int N> __device__ __forceinline__ void addWeights(const float* __restrict__ w, int64_t col, float (&v)[N]) {
+    if (!w) return;
+    float b[N];
+    loadWeights<N>(w + col, b);
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] += b[i];
+}
+
+// Where element e of a rows x width tensor sits: its column, and its offset in a tensor whose rows
+// are `ld` elements apart. Kernels advance it by fixed steps of elements (Step, from the host)
+// instead of dividing in the loop: 64-bit division on the device is a long dependent chain.
+struct RowPos {
+    int64_t col, off;
+    struct Step {
+        int64_t col, off;
+    };
+    __device__ __forceinline__ RowPos() : col(0), off(0) {}
+    // A 32-bit division where it fits.
+    __device__ __forceinline__ RowPos(int64_t e, int64_t width, int64_t ld) {
+        const bool small = e < (int64_t(1) << 32) && width < (int64_t(1) << 32);
+        const int64_t row = small ? int64_t(unsigned(e) / unsigned(width)) : e / width;
+        col = e - row * width;
+        off = row * ld + col;
+    }
+    __device__ __forceinline__ void advance(const Step& s, int64_t width, int64_t ld) {
+        col += s.col;
+        off += s.off;
+        if (col >= width) {
+            col -= width;
+            off += ld - width;
+        }
+    }
+    static Step step(int64_t elems, int64_t width, int64_t ld) { return {elems % width, elems / width * ld + elems % width}; }
+};
+
 __device__ __forceinline__ float warpSum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -9,6 +9,7 @@
 #include "../adapters/v2.h"
 #include "../adapters/v3.h"
 #include "../ops/bias_activation.h"
+#include "../ops/gated_activation.h"
 #include "../ops/group_norm.h"
 #include "../ops/legacy_gelu.h"
 #include "../ops/skip_norm.h"
@@ -32,6 +33,7 @@ struct OpList {
 // THE list of ops: one line each.
 using AllOps = OpList<
     BiasActivationOp,
+    GatedActivationOp,
     SkipNormOp,
     GroupNormOp,
     LegacyGeluOp>; // TensorRT OSS's CustomGeluPluginDynamic (removed in 11.0), computed by BiasActivation's kernel

@@ -22,7 +22,7 @@ namespace {
 
 constexpr int kDimsBlock = 9;
 
-// Constant-only dimension expressions, enough for shape-preserving plugins.
+// Constant-only dimension expressions: shape-preserving plugins, and halved dims (FLOOR_DIV).
 class Expr : public IDimensionExpr {
 public:
     explicit Expr(int64_t v) : mVal(v) { mImpl = &mVal; }
@@ -57,6 +57,7 @@ private:
             case DimensionOperation::kMAX: return owner->make(x > y ? x : y);
             case DimensionOperation::kMIN: return owner->make(x < y ? x : y);
             case DimensionOperation::kSUB: return owner->make(x - y);
+            case DimensionOperation::kFLOOR_DIV: return y ? owner->make(x / y - ((x % y) && ((x < 0) != (y < 0)))) : nullptr;
             default: return nullptr;
             }
         }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bias_activation.h"
+#include "gated_activation.h"
 #include "group_norm.h"
 #include "skip_norm.h"
 
@@ -74,6 +75,36 @@ int main() {
                             a.sum = full ? s.p() : nullptr;
                             a.rows = rows, a.hidden = hidden, a.norm = trtp::Norm(norm);
                             check(trtp::launchSkipNorm(dt, a, 0), "skip_norm", rows, hidden);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // GatedActivation: the halves of one buffer and two buffers (y over the second too), either operand
+    // activated, every activation, biases on and off, odd widths and an unaligned offset (scalar path)
+    const trtp::Activation gatedActs[] = {trtp::Activation::kRelu, trtp::Activation::kGelu,
+                                          trtp::Activation::kGeluTanh, trtp::Activation::kSilu};
+    for (trtp::DType dt : dts) {
+        const size_t es = elemSize(dt);
+        for (long long width : {1LL, 7LL, 8LL, 64LL, 1001LL, 4096LL, 12001LL}) {
+            for (long long rows : rowsList) {
+                for (size_t off : {size_t(0), es}) {
+                    const size_t n = size_t(rows * width);
+                    Buf halves(2 * n * es, off), x(n * es, off), x2(n * es, off), y(n * es, off);
+                    Buf gateBias(width * 4, off ? 4 : 0), linearBias(width * 4, off ? 4 : 0);
+                    for (int form = 0; form < 3; ++form) { // halves, two buffers, y over x2
+                        for (trtp::Activation act : gatedActs) {
+                            for (int gate = 0; gate < 2; ++gate) {
+                                trtp::GatedActivationArgs a;
+                                a.x = form ? x.p() : halves.p();
+                                a.x2 = form ? x2.p() : nullptr;
+                                a.gateBias = gate ? static_cast<const float*>(gateBias.p()) : nullptr;
+                                a.linearBias = (gate + int(act)) % 2 ? static_cast<const float*>(linearBias.p()) : nullptr;
+                                a.y = form == 2 ? x2.p() : y.p();
+                                a.rows = rows, a.width = width, a.act = act, a.gate = trtp::GateOperand(gate);
+                                check(trtp::launchGatedActivation(dt, a, 0), "gated_activation", rows, width);
+                            }
                         }
                     }
                 }

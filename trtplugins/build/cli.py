@@ -25,6 +25,9 @@ def cli_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--fp16", action="store_true",
                     help="FP16: builder flag on TensorRT 10, FP16-converted model on TensorRT 11 / RTX")
     ap.add_argument("--no-substitute", action="store_true", help="parse the model as it is")
+    ap.add_argument("--ops", nargs="+", metavar="NAME",
+                    help="patterns or plugins to force (substitute_plugins.py --ops: e.g. GatedActivation, "
+                         "'default GatedActivation', 'all'); default: the default policy")
     ap.add_argument("--shapes", nargs="+", default=[], metavar="NAME:MIN/OPT/MAX",
                     help="profile per input, dims joined by x, e.g. x:1x1x64/4x128x64/16x512x64")
     ap.add_argument("--no-tf32", action="store_true", help="FP32 matmuls in full FP32 (TF32 is on by default)")
@@ -41,6 +44,13 @@ def cli_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args(argv)
     a.shapes = parse_shapes(a.shapes)
+    if a.ops:
+        from ..graph.patterns import select
+
+        try:
+            select(a.ops)
+        except ValueError as e:
+            raise BuildError(f"--ops: {e}") from None
     if a.workspace is not None and a.workspace <= 0:
         raise BuildError("--workspace must be a positive number of MB")
     check_paths(a)
@@ -76,8 +86,8 @@ def run(a: argparse.Namespace, log=print) -> BuildResult:
     log(f"backend: {be.label} ({be.why})")
     check_plugins_arg(be, a.plugins)
     res, _ = build_file(a.model, be=be, substitute=not a.no_substitute, fp16=a.fp16, plugins=a.plugins,
-                        save_onnx=a.save_onnx, plugin_api=a.plugin_api, log=log, shapes=a.shapes, workspace_mb=a.workspace,
-                        timing_cache=a.timing_cache, tf32=not a.no_tf32, verbose=a.verbose)
+                        save_onnx=a.save_onnx, plugin_api=a.plugin_api, patterns=a.ops, log=log, shapes=a.shapes,
+                        workspace_mb=a.workspace, timing_cache=a.timing_cache, tf32=not a.no_tf32, verbose=a.verbose)
     res.path = a.output or default_output(a.model, a.fp16)
     Path(res.path).write_bytes(res.plan)
     if a.summary_json:

@@ -151,7 +151,7 @@ def build(
 
 def build_file(path, *, be: Backend | None = None, substitute: bool = True, fp16: bool = False,
                plugins: str | None = None, save_onnx: str | None = None, plugin_api: str | None = None,
-               log=print, **kw):
+               patterns: list[str] | None = None, log=print, **kw):
     """load_onnx -> prepare -> load_plugins -> build, with the FP16 rule of the backend
     (TensorRT 10: builder flag; TensorRT 11 / RTX: FP16-converted model) and its plugin API
     (TensorRT-RTX: V3 nodes; full TensorRT: ops.DEFAULT_API unless plugin_api says otherwise).
@@ -159,7 +159,7 @@ def build_file(path, *, be: Backend | None = None, substitute: bool = True, fp16
     be = be or backend()
     api = choose_api(be, plugin_api)
     model, report = prepare(load_onnx(path), substitute=substitute, fp16=fp16 and be.strongly_typed, log=log,
-                            plugin_api=api)
+                            plugin_api=api, patterns=patterns)
     if save_onnx:
         graph_io.save_model(model, save_onnx)
         log(f"saved parsed ONNX to {save_onnx}")

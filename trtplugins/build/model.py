@@ -30,8 +30,10 @@ def load_onnx(path: str | os.PathLike):
         raise BuildError(str(e)) from None
 
 
-def prepare(model, substitute: bool = True, fp16: bool = False, log=print, plugin_api: str = ops.DEFAULT_API):
-    """Substitute plugin nodes (plugin_api "v2" or "v3"), then convert to FP16 (keeping FP32 I/O) if asked.
+def prepare(model, substitute: bool = True, fp16: bool = False, log=print, plugin_api: str = ops.DEFAULT_API,
+            patterns: list[str] | None = None):
+    """Substitute plugin nodes (plugin_api "v2" or "v3"; patterns: graph.substitute's ops, None for the
+    default policy), then convert to FP16 (keeping FP32 I/O) if asked.
 
     Returns (model, substitution report or None).
     """
@@ -43,7 +45,7 @@ def prepare(model, substitute: bool = True, fp16: bool = False, log=print, plugi
     try:
         with graph_io.in_workspace(model):
             if substitute:
-                model, report = _sub(model, plugin_api=plugin_api)
+                model, report = _sub(model, patterns, plugin_api=plugin_api)
                 log(f"substitution ({plugin_api} plugin nodes): {report}")
             if fp16:
                 model = convert_fp16(model, keep_io_types=True)

@@ -78,20 +78,25 @@ EPILOGUE_OPS = ("MatMul", "Gemm", "Conv", "ConvTranspose")
 RESHAPES = ("Reshape", "Flatten", "Squeeze", "Unsqueeze")
 
 
+def _feed(t, ctx: Ctx) -> str:
+    """The op computing t, seen through reshapes (tf2onnx's Tensordot: MatMul -> Reshape -> bias)."""
+    feed = producer(ctx.source(t))
+    while feed is not None and feed.op in RESHAPES:
+        feed = producer(ctx.source(feed.inputs[0]))
+    return feed.op if feed is not None else "graph input"
+
+
 def policy(m: Match, ctx: Ctx) -> str | None:
     """Why the default policy leaves a match, or None to replace it."""
     p = m.pattern
-    if p.plugin == plugin_ops.BIAS_ACTIVATION:
-        feed = producer(ctx.source(m.inputs[0]))
-        while feed is not None and feed.op in RESHAPES:  # tf2onnx's Tensordot: MatMul -> Reshape -> bias
-            feed = producer(ctx.source(feed.inputs[0]))
-        src = feed.op if feed is not None else "graph input"
-        if src in EPILOGUE_OPS:
-            what = f"bias+{m.attrs['activation']}" if "bias" in m.attrs else m.attrs["activation"]
-            return (f"{what} after {src}: TensorRT fuses it into the {src} epilogue "
+    if p.epilogue:
+        feeds = [_feed(t, ctx) for t in m.inputs]
+        src = next((f for f in feeds if f in EPILOGUE_OPS), None)
+        if src:
+            return (f"{p.what(m)} after {src}: TensorRT fuses it into the {src} epilogue "
                     f"(ask with --ops {p.name} or --ops all)")
         if p.native and "bias" not in m.attrs:
-            return f"lone {p.activation} after {src}: TensorRT fuses it natively (ask with --ops {p.name})"
+            return f"lone {p.activation} after {feeds[0]}: TensorRT fuses it natively (ask with --ops {p.name})"
     real = [n for n in m.nodes if not ctx.glue(n)]  # Identity/no-op Casts are no work saved
     if len(real) < 2 and not p.single_op:
         return f"single {real[0].op} op: TensorRT runs it natively (ask with --ops {p.name})"
@@ -206,6 +211,7 @@ def substitute(model: onnx.ModelProto, ops: str | list[str] | None = None,
     graph = ctx.graph
     report = Report(nodes_before=len(model.graph.node), notes=notes)
     claimed = ctx.claimed
+    held: set[int] = set()  # nodes of matches the policy left: no smaller form is fused out of them
     matches: list[Match] = []
     tried: dict[tuple[int, str], str] = {}  # (anchor, pattern) -> first condition that failed
     reported: set[int] = set()
@@ -229,12 +235,13 @@ def substitute(model: onnx.ModelProto, ops: str | list[str] | None = None,
                 if e.guard:
                     leave(pattern.name, node, e.reason)
                 continue
-            if any(id(n) in claimed for n in m.nodes):
-                tried[id(node), pattern.name] = "overlaps a match already taken"
+            if any(id(n) in claimed or id(n) in held for n in m.nodes):
+                tried[id(node), pattern.name] = "overlaps a match already taken or left"
                 continue
             reason = None if forced else policy(m, ctx)
             if reason:
                 leave(pattern.name, node, reason)
+                held.update(id(n) for n in m.nodes)
                 continue
             m.notes = ctx.notes
             claimed.update(id(n) for n in m.nodes)

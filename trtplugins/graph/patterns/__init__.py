@@ -2,13 +2,14 @@
 
 Order matters only where forms nest: larger forms first (GroupNorm, whose decomposed form holds
 a LayerNorm over the grouped view, and whose SiLU it folds, before LayerNorm; LayerNorm before RMSNorm,
-whose square would match inside it; HardSwish before its inner ReLU6; QuickGELU
-before SiLU)."""
+whose square would match inside it; the gated units before their activations; HardSwish before its
+inner ReLU6; QuickGELU before SiLU)."""
 
 from __future__ import annotations
 
 from ... import ops
 from .base import ActivationPattern, Match, NormPattern, Pattern
+from .gated import GegluErf, GegluOp, GegluTanh, Reglu, Swiglu
 from .gelu import GeluErf, GeluOp, GeluTanh
 from .group_norm import GroupNormDecomposed, GroupNormInstance, GroupNormOp
 from .hard_swish import HardSwish
@@ -24,6 +25,11 @@ PATTERNS: tuple[Pattern, ...] = (
     LayerNormOp(),
     LayerNorm(),
     RmsNorm(),
+    Swiglu(),
+    GegluErf(),
+    GegluTanh(),
+    GegluOp(),
+    Reglu(),
     GeluErf(),
     GeluTanh(),
     GeluOp(),

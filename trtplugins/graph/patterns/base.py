@@ -47,9 +47,16 @@ class Pattern:
     single_op: ClassVar[bool] = False
     #: first word of the report's variant (default: the activation or norm field)
     variant_head: ClassVar[str | None] = None
+    #: TensorRT fuses it into the epilogue of a MatMul/Gemm/Conv feeding an input: left by default
+    #: where one does (graph.surgery.policy)
+    epilogue: ClassVar[bool] = False
 
     def match(self, node: gs.Node, ctx: Ctx) -> Match:
         raise NotImplementedError
+
+    def what(self, m: Match) -> str:
+        """What a match computes, in the report's words."""
+        return m.variant
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} -> {self.plugin}>"
@@ -59,10 +66,14 @@ class ActivationPattern(Pattern):
     """y = act(x [+ bias]) -> BiasActivation."""
 
     plugin = ops.BIAS_ACTIVATION
+    epilogue = True
     activation: ClassVar[str]
 
     def activation_of(self, node: gs.Node) -> str:
         return self.activation
+
+    def what(self, m: Match) -> str:
+        return f"bias+{m.attrs['activation']}" if "bias" in m.attrs else m.attrs["activation"]
 
     def core(self, node: gs.Node, ctx: Ctx) -> tuple[gs.Tensor, gs.Tensor, list[gs.Node]]:
         """(x, y, nodes computing y = act(x))."""
@@ -72,14 +83,13 @@ class ActivationPattern(Pattern):
         x, y, nodes = self.core(node, ctx)
         x = ctx.source(x)
         m = Match(self, node, nodes, [x], [y], {"activation": self.activation_of(node)})
-        add = producer_op(x, "Add")
         hidden = ctx.hidden(x)
-        if add is not None and ctx.private(x, nodes) and id(add) not in ctx.claimed:  # not a norm's beta
-            var_bias = split_const(add)
-            if var_bias and hidden and var_bias[1].size == hidden and ctx.same_shape(var_bias[0], x):
-                m.attrs["bias"] = ctx.vector(var_bias[1], hidden, "bias")
-                m.inputs, m.nodes = [var_bias[0]], [add] + nodes
-                m.parts.append("bias")
+        found = bias_add(x, nodes, hidden, ctx)
+        if found:
+            add, var, bias = found
+            m.attrs["bias"] = ctx.vector(bias, hidden, "bias")
+            m.inputs, m.nodes = [var], [add] + nodes
+            m.parts.append("bias")
         src, view = x, producer_op(x, "Reshape")  # GPT-2 Conv1D: addmm, then a view keeping the last dim
         if view is not None and ctx.private(x, nodes) and ctx.private(view.inputs[0], [view]):
             src = view.inputs[0]
@@ -176,6 +186,18 @@ class NormPattern(Pattern):
                 break
 
 
+def bias_add(t: gs.Tensor, nodes: list[gs.Node], size: int | None, ctx: Ctx) -> tuple[gs.Node, gs.Tensor, np.ndarray] | None:
+    """The Add of a constant of `size` values in front of t, t read by nodes alone and the Add in no
+    accepted match (a norm's beta): (the Add, its variable input of t's shape, the constant)."""
+    add = producer_op(t, "Add")
+    if add is None or not size or not ctx.private(t, nodes) or id(add) in ctx.claimed:
+        return None
+    var_bias = split_const(add)
+    if var_bias and var_bias[1].size == size and ctx.same_shape(var_bias[0], t):
+        return add, var_bias[0], var_bias[1]
+    return None
+
+
 def _leading_broadcast(ctx: Ctx, skip: gs.Tensor, s: gs.Tensor) -> bool:
     """skip broadcasts over leading dims of s only ([1,S,H] or [S,H] added to [B,S,H]: the
     plugin reads skip row r % skip_rows for row r of x). A constant counts when it has more
@@ -190,4 +212,4 @@ def _leading_broadcast(ctx: Ctx, skip: gs.Tensor, s: gs.Tensor) -> bool:
     return c is None or c.size > ctx.hidden(s)
 
 
-__all__ = ["ActivationPattern", "Match", "NormPattern", "Pattern", "Skip", "guard", "need"]
+__all__ = ["ActivationPattern", "Match", "NormPattern", "Pattern", "Skip", "bias_add", "guard", "need"]

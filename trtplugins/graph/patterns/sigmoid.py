@@ -19,9 +19,16 @@ class QuickGelu(ActivationPattern):
 
 
 class Silu(ActivationPattern):
+    """x * Sigmoid(x); core() also takes the opset-24 Swish op (alpha 1), which only the gated
+    pattern anchors on (a lone Swish is left as it is)."""
+
     name, activation, anchors = "silu", "silu", ("Sigmoid",)
 
     def core(self, sig, ctx):
+        if sig.op == "Swish":
+            alpha = float(sig.attrs.get("alpha", 1.0))
+            guard(close(alpha, 1.0), f"Swish alpha {alpha:g} != 1")
+            return sig.inputs[0], sig.outputs[0], [sig]
         x = sig.inputs[0]
         y, climbed = product(ctx, sig.outputs[0], x, 1.0)
         return x, y, [sig] + climbed
