@@ -307,7 +307,7 @@ def bench(args):
                 ours, chain, cargs, liger, nbytes = make_group_norm(op, shape, dt) if shape else make_op(op, rows, h, dt)
                 est = nbytes / 3.5e12 + 3e-6
                 rec = {"op": op, "dtype": dname, "rows": rows, "hidden": h, "bytes": nbytes,
-                       "variant": kernels.skip_norm_variant(KNAME[dname], h) if op in NORM_OPS else None}
+                       "variant": kernels.skip_norm_variant(KNAME[dname], *norm_kind(op), h) if op in NORM_OPS else None}
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
                     rec["variant"] = kernels.group_norm_plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h)
@@ -342,6 +342,11 @@ def shape_of(r):
     return r.get("shape") or f"{r['rows']}x{r['hidden']}"
 
 
+def norm_kind(op):
+    """(norm, skip input) of a norm op."""
+    return ("layer" if "layer" in op else "rms"), op.startswith("skip")
+
+
 def sweep(args):
     """Every feasible variant of the norm kernels at each large point: which one the table picks."""
     out = []
@@ -352,11 +357,11 @@ def sweep(args):
                 nbytes = make_op(op, 2, h, dt)[4] - make_op(op, 1, h, dt)[4]  # per row, weights excluded
                 copy = copy_time(nbytes * rows)
                 times = {}
-                for v in kernels.skip_norm_candidates(kname, h):
+                for v in kernels.skip_norm_candidates(kname, *norm_kind(op), h):
                     ours = make_op(op, rows, h, dt, variant=v)[0]
                     times[v] = graph_time(ours, nbytes * rows / 3.5e12)
                     del ours
-                chosen = kernels.skip_norm_variant(kname, h)
+                chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h)
                 best = min(times, key=times.get)
                 out.append({"op": op, "dtype": dname, "rows": rows, "hidden": h, "copy": copy, "times": times,
                             "chosen": chosen, "best": best})

@@ -61,9 +61,9 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.trtp_gated_activation.restype = i
     lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p]
     lib.trtp_skip_norm.restype = i
-    lib.trtp_skip_norm_variant.argtypes = [i, ll]
+    lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll]
     lib.trtp_skip_norm_variant.restype = i
-    lib.trtp_skip_norm_candidates.argtypes = [i, ll, ctypes.POINTER(i), i]
+    lib.trtp_skip_norm_candidates.argtypes = [i, i, i, ll, ctypes.POINTER(i), i]
     lib.trtp_skip_norm_candidates.restype = i
     z = ctypes.c_size_t
     lib.trtp_group_norm.argtypes = [i, p, p, i, p, p, p, p, p, p, z, ll, ll, ll, ll, f, i, ll, ll, p]
@@ -126,16 +126,17 @@ def raw_skip_norm(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y:
     _check(code, "skip_norm")
 
 
-def skip_norm_variant(dtype, hidden: int) -> int:
-    """The kernel variant the plugin picks for (dtype, hidden) when it is configured."""
-    return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), hidden)
+def skip_norm_variant(dtype, norm: str, skip: bool, hidden: int) -> int:
+    """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured."""
+    return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip, hidden)
 
 
-def skip_norm_candidates(dtype, hidden: int) -> list[int]:
-    """Every kernel variant that can run rows of `hidden` elements (benchmarks, tests)."""
-    buf = (ctypes.c_int * 128)()
-    n = load().trtp_skip_norm_candidates(_lookup(DTYPES, dtype, "dtype"), hidden, buf, 128)
-    return list(buf[:n])
+def skip_norm_candidates(dtype, norm: str, skip: bool, hidden: int) -> list[int]:
+    """Every kernel variant this build has that can run rows of `hidden` elements (benchmarks, tests)."""
+    buf = (ctypes.c_int * 256)()
+    n = load().trtp_skip_norm_candidates(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip,
+                                         hidden, buf, 256)
+    return list(buf[:min(n, 256)])
 
 
 def raw_group_norm(dtype, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int, sum_out: int,

@@ -38,13 +38,13 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
     return int(trtp::launchSkipNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
 }
 
-// The variant a plugin picks for (dtype, hidden); -1 for hidden < 1.
-TRTP_API int trtp_skip_norm_variant(int dtype, long long hidden) {
-    return trtp::skipNormVariant(trtp::DType(dtype), hidden);
+// The variant a plugin picks for (dtype, norm, skip input, hidden); -1 for hidden < 1.
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden) {
+    return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden);
 }
 
-TRTP_API int trtp_skip_norm_candidates(int dtype, long long hidden, int* out, int cap) {
-    return trtp::skipNormCandidates(trtp::DType(dtype), hidden, out, cap);
+TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long hidden, int* out, int cap) {
+    return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, out, cap);
 }
 
 // plan_chunks / plan_chunk_len: a split to force (0: the one the plugin picks, groupNormPlan).

@@ -38,7 +38,13 @@ template <class T, int N> __device__ __forceinline__ void store(T* p, const floa
     Pack<T, N> pk;
 #pragma unroll
     for (int i = 0; i < N; ++i) pk.v[i] = fromFloat<T>(f[i]);
-    *reinterpret_cast<Pack<T, N>*>(p) = pk;
+    if constexpr (sizeof(pk) == 16) { // one 16-byte store: NVVM splits the plain one where it loses the alignment
+        const uint4 u = *reinterpret_cast<const uint4*>(&pk);
+        asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
+                     : "memory");
+    } else {
+        *reinterpret_cast<Pack<T, N>*>(p) = pk;
+    }
 }
 
 // N FP32 weights (read-only path); float4 loads when N is a multiple of 4 (caller guarantees alignment).

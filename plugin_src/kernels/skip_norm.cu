@@ -18,6 +18,8 @@
 #include "common.cuh"
 #include "skip_norm.h"
 
+#include <type_traits>
+
 namespace trtp {
 namespace {
 
@@ -292,53 +294,83 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
     }
 }
 
-#ifndef TRTPLUGINS_SWEEP
-#define TRTPLUGINS_SWEEP 0
-#endif
-// The (warp, prefetch) kernels this build instantiates: the ones choose() can pick, or with
-// TRTPLUGINS_SWEEP every one (for bench_kernels.py --sweep).
-constexpr bool built(bool warp, bool prefetch) { return TRTPLUGINS_SWEEP || prefetch; }
-
 constexpr int vecOf(int es) { return 16 / es; }
+constexpr int64_t ceilDivC(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Threads per row of a block-path variant (a multiple of 32).
-inline int64_t blockThreads(int64_t packs, int nv) { return ceilDiv(ceilDiv(packs > 0 ? packs : 1, nv), 32) * 32; }
+constexpr int64_t blockThreads(int64_t packs, int nv) { return ceilDivC(ceilDivC(packs > 0 ? packs : 1, nv), 32) * 32; }
 
-// Whether variant v can run rows of `hidden` elements of es bytes (pointers 16-byte aligned when vec).
-bool feasible(int32_t v, int es, int64_t hidden) {
+// The first variant index whose packs per thread are >= nv.
+constexpr int nvAtLeast(int64_t nv) {
+    int i = 0;
+    while (i + 1 < kNumNv && kNvs[i] < nv) ++i;
+    return i;
+}
+
+// Whether variant v's shape (not whether it is built) can run rows of `hidden` elements of es bytes.
+constexpr bool fits(int32_t v, int es, int64_t hidden) {
     if (v < 0 || (v & ~kAllBits) || (v & 32)) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
     if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && hidden % vw == 0;
     if (!isVec(v) || idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
-    if (!built(isWarp(v), isPrefetch(v))) return false;
     const int64_t packs = hidden / vw; // whole packs in any row, whatever its alignment
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
 }
 
-// The variant for (element size, hidden, 16-byte access possible), from the H200 sweep of every
-// variant (bench_kernels.py --sweep; RESULTS.md, History).
-int32_t choose(int es, int64_t hidden, bool vec, bool bf16) {
+// The variant for rows of `hidden` elements of es bytes (vec: 16-byte packs possible), from the H200
+// sweep of every variant (bench_kernels.py --sweep; RESULTS.md, History): short rows a warp each;
+// then a block with 2-4 packs per thread (16-bit; fewer threads per row, more work each, amortize the
+// reductions), 3-8 (FP32); past 8192 16-bit elements the long-row path. Prefetching won for RMSNorm
+// (16-bit) and FP32 rows past 8192 without a skip. A variant that cannot run gives way to the long path.
+constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, bool vec) {
+    const bool layer = norm == Norm::kLayer;
     const int32_t fallback = encode(vec && hidden % vecOf(es) == 0, false, kLong);
     if (!vec) return fallback;
-    const int vw = vecOf(es);
-    const int64_t packs = hidden / vw;
-    auto idx = [](int64_t nv) {
-        int i = 0;
-        while (i + 1 < kNumNv && kNvs[i] < nv) ++i;
-        return i;
-    };
-    int32_t v;
-    if (packs <= 32 * (bf16 ? 1 : 3)) v = encode(true, true, idx(ceilDiv(packs, 32)), true);
-    else if (es == 2) v = encode(true, false, idx(hidden > 8192 ? 4 : bf16 ? 4 : 2), true);
-    else v = encode(true, false, idx(hidden <= 3072 ? 3 : 8), true);
-    return feasible(v, es, hidden) ? v : fallback;
+    const int64_t packs = hidden / vecOf(es);
+    int32_t v = fallback;
+    if (packs <= 96 && (es == 2 || packs <= 128)) {
+        v = encode(true, true, nvAtLeast(ceilDivC(packs, 32)), es == 2 && !skip);
+    } else if (es == 2) {
+        if (hidden > 8192) v = hidden % 8 ? encode(true, false, nvAtLeast(4)) : fallback;
+        else if (skip) v = encode(true, false, nvAtLeast(4));
+        else if (layer) v = encode(true, false, nvAtLeast(hidden >= 3072 && !bf16 ? 3 : 2));
+        else v = encode(true, false, nvAtLeast(hidden > 3072 && hidden <= 6144 ? 4 : 2), true);
+    } else {
+        const int nv = hidden <= 768 ? 3 : hidden <= 8192 ? 4 : hidden <= 12288 ? 6 : 8;
+        v = encode(true, false, nvAtLeast(nv), (skip ? layer && hidden > 3072 && hidden <= 8192 : hidden > 8192));
+    }
+    return fits(v, es, hidden) ? v : fallback;
+}
+
+#ifndef TRTPLUGINS_SWEEP
+#define TRTPLUGINS_SWEEP 0
+#endif
+// Row lengths at which pick() changes its answer (either side of each boundary).
+constexpr int64_t kEdges[] = {1,    128,  129,  256,  257,  384,  385,  512,  513,   768,   769,   3071, 3072,
+                              3073, 6144, 6145, 8192, 8193, 12288, 12289, 16384, 16385, 16392, 1 << 20};
+
+// Whether this build has the kernel of variant v for (es, bf16, norm, skip): one pick() can return,
+// or with TRTPLUGINS_SWEEP every one (for bench_kernels.py --sweep). Long-row kernels always.
+constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip) {
+    if (TRTPLUGINS_SWEEP || nvIndex(v) == kLong) return true;
+    for (int64_t h : kEdges)
+        if (pick(es, bf16, norm, skip, h, true) == v) return true;
+    return false;
+}
+
+template <class T> constexpr bool kBf16 = sizeof(T) == 2 && !std::is_same_v<T, __half>;
+
+bool feasible(int32_t v, DType dt, Norm norm, bool skip, int64_t hidden) {
+    const int es = dt == DType::kFloat32 ? 4 : 2;
+    return fits(v, es, hidden) && built(v, es, dt == DType::kBFloat16, norm, skip);
 }
 
 // Calls f(kernel, threads per block, rows per block) for variant v's kernel.
-template <class T, int VEC, Norm NORM, int NV, int C, class F>
+template <class T, int VEC, Norm NORM, int I, int C, class F>
 cudaError_t atCombo(int64_t hidden, F& f) {
     constexpr bool W = C & 2, P = C & 1, S = C & 4;
-    if constexpr (NV * VEC > kMaxElems || !built(W, P)) {
+    constexpr int NV = kNvs[I];
+    if constexpr (NV * VEC > kMaxElems || !built(encode(true, W, I, P), sizeof(T), kBf16<T>, NORM, S)) {
         return cudaErrorInvalidValue;
     } else {
         const unsigned threads = W ? 32 * kWarpRows : unsigned(blockThreads(hidden / VEC, NV));
@@ -349,7 +381,7 @@ cudaError_t atCombo(int64_t hidden, F& f) {
 template <class T, int VEC, Norm NORM, int I, class F, int... C>
 cudaError_t atNv(int combo, int64_t hidden, F& f, std::integer_sequence<int, C...>) {
     cudaError_t e = cudaErrorInvalidValue;
-    ((combo == C ? (e = atCombo<T, VEC, NORM, kNvs[I], C>(hidden, f), true) : false) || ...);
+    ((combo == C ? (e = atCombo<T, VEC, NORM, I, C>(hidden, f), true) : false) || ...);
     return e;
 }
 
@@ -395,13 +427,13 @@ int elemSize(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 
 } // namespace
 
-int32_t skipNormVariant(DType dt, int64_t hidden) {
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden) {
     if (hidden < 1) return -1;
-    return choose(elemSize(dt), hidden, true, dt == DType::kBFloat16);
+    return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true);
 }
 
-int32_t skipNormMaxBlocks(DType dt, Norm norm, int32_t variant, bool skip, int64_t hidden) {
-    if (!feasible(variant, elemSize(dt), hidden) || !isPrefetch(variant)) return 0;
+int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden) {
+    if (!feasible(variant, dt, norm, skip, hidden) || !isPrefetch(variant)) return 0;
     int32_t blocks = 0;
     withKernel(dt, norm, variant, skip, hidden, [&](auto kernel, unsigned threads, int) {
         blocks = residentBlocks(kernel, threads);
@@ -410,10 +442,10 @@ int32_t skipNormMaxBlocks(DType dt, Norm norm, int32_t variant, bool skip, int64
     return blocks;
 }
 
-int skipNormCandidates(DType dt, int64_t hidden, int32_t* out, int cap) {
+int skipNormCandidates(DType dt, Norm norm, bool skip, int64_t hidden, int32_t* out, int cap) {
     int n = 0;
     for (int32_t v = 0; v <= kAllBits; ++v)
-        if (feasible(v, elemSize(dt), hidden) && n++ < cap && out) out[n - 1] = v;
+        if (feasible(v, dt, norm, skip, hidden) && n++ < cap && out) out[n - 1] = v;
     return n;
 }
 
@@ -430,9 +462,10 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
                      (!args.skip || aligned16(args.skip)) && (!args.sum || aligned16(args.sum)) &&
                      (!args.bias || aligned16(args.bias)) && (!args.beta || aligned16(args.beta)) &&
                      (!args.skip || !args.skipRows || args.skipRows >= args.rows || args.hidden % vw == 0);
+    const bool skip = args.skip != nullptr;
     int32_t v = args.variant;
-    if (!feasible(v, es, args.hidden) || (isVec(v) && !vec))
-        v = choose(es, args.hidden, vec, dt == DType::kBFloat16);
+    if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
+        v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec);
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         const Row<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma,
@@ -446,8 +479,8 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
             }
             return launchKernel(kernel, gridFor(grid), threads, stream, a);
         };
-        return args.norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, args.skip != nullptr, args.hidden, go)
-                                         : withKernel<T, Norm::kRms>(v, args.skip != nullptr, args.hidden, go);
+        return args.norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, args.hidden, go)
+                                         : withKernel<T, Norm::kRms>(v, skip, args.hidden, go);
     });
 }
 

@@ -22,21 +22,21 @@ struct SkipNormArgs {
     int64_t skipRows = 0;        // 0: skip has `rows` rows; else row r of x adds skip row r % skipRows
     float epsilon = 1e-5f;
     Norm norm = Norm::kLayer;
-    int32_t variant = -1;        // skipNormVariant(dt, hidden) chosen when configured; -1: chosen at launch
+    int32_t variant = -1;        // skipNormVariant(...) chosen when configured; -1: chosen at launch
     int32_t maxBlocks = 0;       // skipNormMaxBlocks(...) measured when configured; 0: measured at launch
 };
 
-// Kernel variant for a dtype and hidden size: a pure function (no CUDA call, no allocation), so a
-// plugin chooses it when it is configured and enqueue only launches.
-int32_t skipNormVariant(DType dt, int64_t hidden);
+// Kernel variant for a dtype, norm, skip input or not and hidden size: a pure function (no CUDA call,
+// no allocation), so a plugin chooses it when it is configured and enqueue only launches.
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden);
 
 // Blocks of the variant's kernel that fit on the current GPU at once (an occupancy query: call it
 // when configured, not per launch); 0 for variants that run one block per row group.
-int32_t skipNormMaxBlocks(DType dt, Norm norm, int32_t variant, bool skip, int64_t hidden);
+int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden);
 
 // Every variant that can run rows of `hidden` (for benchmarks and tests): writes up to `cap` of
 // them to `out`, returns how many there are.
-int skipNormCandidates(DType dt, int64_t hidden, int32_t* out, int cap);
+int skipNormCandidates(DType dt, Norm norm, bool skip, int64_t hidden, int32_t* out, int cap);
 
 // rows == 0 launches nothing. Returns the launch status (never aborts).
 cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stream);

@@ -72,8 +72,10 @@ void SkipNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
 }
 
 void SkipNormOp::onConfigured(DType dt, int64_t hidden) {
-    mVariant = skipNormVariant(dt, hidden);
-    for (int skip = 0; skip < 2; ++skip) mMaxBlocks[skip] = skipNormMaxBlocks(dt, mP.norm, mVariant, skip, hidden);
+    for (int skip = 0; skip < 2; ++skip) {
+        mVariant[skip] = skipNormVariant(dt, mP.norm, skip, hidden);
+        mMaxBlocks[skip] = skipNormMaxBlocks(dt, mP.norm, skip, mVariant[skip], hidden);
+    }
     mVariantType = dt;
     mVariantHidden = hidden;
 }
@@ -96,7 +98,8 @@ cudaError_t SkipNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, i
     }
     a.epsilon = mP.epsilon;
     a.norm = mP.norm;
-    if (dt == mVariantType && a.hidden == mVariantHidden) a.variant = mVariant, a.maxBlocks = mMaxBlocks[a.skip != nullptr];
+    if (dt == mVariantType && a.hidden == mVariantHidden)
+        a.variant = mVariant[a.skip != nullptr], a.maxBlocks = mMaxBlocks[a.skip != nullptr];
     return launchSkipNorm(dt, a, stream);
 }
 

@@ -31,9 +31,10 @@ public:
 
 private:
     Params mP;
-    // The kernel variant chosen when configured, for that dtype and hidden size.
-    int32_t mVariant = -1;
-    int32_t mMaxBlocks[2] = {}; // its grid on the device it was configured on, without and with a skip
+    // The kernel variants chosen when configured (without and with a skip input), for that dtype and
+    // hidden size, and their grids on the device configured.
+    int32_t mVariant[2] = {-1, -1};
+    int32_t mMaxBlocks[2] = {};
     DType mVariantType = DType::kFloat32;
     int64_t mVariantHidden = -1;
 };

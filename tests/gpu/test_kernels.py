@@ -14,6 +14,7 @@ Outputs are poisoned with NaN before each launch, so an unwritten element fails.
 
 from __future__ import annotations
 
+import itertools
 import zlib
 
 import numpy as np
@@ -154,17 +155,17 @@ def test_skip_norm(torch, record, norm, variant, dtype):
 
 
 def run_norm(torch, gen, norm, dt, shape, skip_shape, variant=-1, offset=0):
-    """skip + bias + beta + sum through one launch; returns (y, s, ry, rs)."""
+    """(skip +) bias + beta + sum through one launch (skip_shape None: no skip); returns (y, s, ry, rs)."""
     h = shape[-1]
     x = randn(torch, gen, shape, dt, offset, scale=2.0, shift=3.0)
-    skip = randn(torch, gen, skip_shape, dt, offset)
+    skip = randn(torch, gen, skip_shape, dt, offset) if skip_shape else None
     gamma = randn(torch, gen, (h,), torch.float32, scale=0.5, shift=1.0)
     beta, bias = (randn(torch, gen, (h,), torch.float32, scale=0.5) for _ in range(2))
     y, s = alloc(torch, shape, dt, offset), alloc(torch, shape, dt, offset)
     kernels.skip_norm(x, skip, gamma=gamma, beta=beta, bias=bias, norm=norm, epsilon=1e-5, output_sum=True,
                       out=y, sum_out=s, variant=variant)
     torch.cuda.synchronize()
-    ry, rs = reference.skip_norm(f64(x), np.broadcast_to(f64(skip), shape), gamma=f64(gamma), beta=f64(beta),
+    ry, rs = reference.skip_norm(f64(x), None if skip is None else np.broadcast_to(f64(skip), shape), gamma=f64(gamma), beta=f64(beta),
                                  bias=f64(bias), norm=norm, epsilon=1e-5, output_sum=True)
     return y, s, ry, rs
 
@@ -177,11 +178,14 @@ def test_skip_norm_every_variant(torch, record, norm, dtype):
     forced one by one: the table that picks them may change, each must stay exact."""
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"variants{norm}{dtype}".encode()))
     dt = tdtype(torch, dtype)
-    for rows, h in ((3, 7), (37, 768), (5, 1001), (3, 4096), (2, 5121), (2, 12289), (2, 16384)):
-        for v in kernels.skip_norm_candidates(dtype, h):
-            y, s, ry, rs = run_norm(torch, gen, norm, dt, (rows, h), (rows, h), variant=v)
-            check(record, "skip_norm", f"{norm}:variant {v}", dtype, (rows, h), y, ry)
-            check(record, "skip_norm", f"{norm}:variant {v}:sum", dtype, (rows, h), s, rs)
+    shapes = ((3, 7), (37, 768), (5, 1001), (3, 3072), (3, 4096), (2, 5121), (2, 8192), (2, 12289), (2, 16384),
+              (1025, 4100))
+    for (rows, h), skip in itertools.product(shapes, (True, False)):
+        for v in kernels.skip_norm_candidates(dtype, norm, skip, h):
+            y, s, ry, rs = run_norm(torch, gen, norm, dt, (rows, h), (rows, h) if skip else None, variant=v)
+            tag = f"{norm}:variant {v}{'' if skip else ' no skip'}"
+            check(record, "skip_norm", tag, dtype, (rows, h), y, ry)
+            check(record, "skip_norm", f"{tag}:sum", dtype, (rows, h), s, rs)
 
 
 @pytest.mark.gpu
