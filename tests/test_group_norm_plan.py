@@ -90,3 +90,11 @@ def test_sixteen_only_when_eight_cannot_hold_a_group():
     assert kernels.group_norm_plan(2, 32, size, "float32", "full", device=SMALL_SMEM) == (16, 10240, True)
     portable = dict(SMALL_SMEM, max_cluster=8)
     assert kernels.group_norm_plan(2, 32, size, "float32", "full", device=portable) == two_launches(2, 32, size)
+
+
+def test_a_gpu_with_small_clusters():
+    """A described GPU whose clusters stop at 4 CTAs: never larger, two launches when 4 cannot hold a group."""
+    small = dict(H200, max_cluster=4)
+    assert kernels.group_norm_plan(2, 32, 40960, "float16", device=small) == (4, 10240, True)
+    big = group_size((2, 320, 128, 128))
+    assert kernels.group_norm_plan(2, 32, big, "float32", "full", device=small) == two_launches(2, 32, big)

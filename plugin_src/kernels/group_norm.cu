@@ -484,12 +484,13 @@ int64_t chunkLenFor(int64_t groupSize, int64_t chunks) {
 // The cluster plan (groupNormPlan's rule), or {} when a group does not fit in a cluster's shared memory.
 GroupNormPlan clusterPlan(DType dt, int64_t total, int64_t groupSize, GroupNormSkip skip, const GroupNormDevice& dev) {
     const int64_t perBlock = dev.smemPerBlock, maxCluster = dev.maxCluster;
+    const int64_t portable = maxCluster < kPortableCluster ? maxCluster : kPortableCluster;
     if (clusterSmem(dt, skip, ceilDiv(groupSize, maxCluster)) > perBlock) return {}; // also keeps the products small
     const int64_t target = dev.smemPerSm / kMinBlocks - kSmemReserve > 0 ? dev.smemPerSm / kMinBlocks - kSmemReserve : 1;
     const int64_t forSmem = ceilDiv(clusterSmem(dt, skip, groupSize), target);
     const int64_t forFill = ceilDiv(kClusterCtasPerSm * dev.sms, total);
     int64_t size = 1;
-    while (size < kPortableCluster && (size < forSmem || size < forFill)) size *= 2;
+    while (size < portable && (size < forSmem || size < forFill)) size *= 2;
     while (size < maxCluster && clusterSmem(dt, skip, chunkLenFor(groupSize, size)) > perBlock) size *= 2;
     const int64_t len = chunkLenFor(groupSize, size);
     if (size > maxCluster || clusterSmem(dt, skip, len) > perBlock) return {};
