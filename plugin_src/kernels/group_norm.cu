@@ -534,8 +534,8 @@ GroupNormDevice queryDevice(int dev) {
         return {};
     // An sm_90+ image: not PTX of an older architecture compiled for this GPU (whose cluster kernel traps).
     cudaFuncAttributes fa = {};
-    if (!succeeded(cudaFuncGetAttributes(&fa, clusterKernel<float, 4, GroupNormSkip::kNone>)) || fa.ptxVersion < 90 ||
-        fa.binaryVersion < 90 || smemBlock <= kStaticSmemBound)
+    if (!succeeded(cudaFuncGetAttributes(&fa, clusterKernel<float, 4, GroupNormSkip::kNone>)) || fa.binaryVersion < 90 ||
+        (fa.ptxVersion != 0 && fa.ptxVersion < 90) || smemBlock <= kStaticSmemBound)
         return {};
     GroupNormDevice d;
     d.sms = sms;
