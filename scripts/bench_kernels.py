@@ -11,7 +11,7 @@ never decides a result. Bytes = inputs read once + outputs written once (+ FP32 
 Large points put x beyond the L2 (>= 96 MiB); small points are 1 to 64 rows.
 
   python3 scripts/bench_kernels.py --out benchmarks        # RESULTS.md, bandwidth.png, results.json
-  python3 scripts/bench_kernels.py --sweep --out DIR       # time every kernel variant (ours only)
+  python3 scripts/bench_kernels.py --sweep --out DIR       # time every kernel variant / GroupNorm plan (ours only)
   python3 scripts/bench_kernels.py --ops group_norm group_norm_silu --out DIR   # the GroupNorm family
   python3 scripts/bench_kernels.py --ops swiglu geglu --out DIR                  # the gated units
 
@@ -151,8 +151,9 @@ def make_gated(name, rows, width, dt):
     return ours, chain, args, liger, 3 * rows * width * y.element_size()
 
 
-def make_group_norm(name, shape, dt):
-    """(ours, chain, chain_args, None, bytes) for GroupNorm (+ SiLU) over an N, C, H, W point."""
+def make_group_norm(name, shape, dt, plan=None):
+    """(ours, chain, chain_args, None, bytes) for GroupNorm (+ SiLU) over an N, C, H, W point; plan:
+    one to force (kernels.group_norm's), None: the plugin's."""
     g = torch.Generator(device="cuda").manual_seed(0)
     n, c = shape[:2]
     x = torch.randn(shape, device="cuda", generator=g).to(dt)
@@ -163,7 +164,7 @@ def make_group_norm(name, shape, dt):
     act = "silu" if name.endswith("silu") else "none"
     ws = torch.empty(kernels.group_norm_workspace(n, GN_GROUPS), dtype=torch.uint8, device="cuda")
     ours = lambda: kernels.group_norm(x, num_groups=GN_GROUPS, gamma=w32, beta=b32, activation=act,  # noqa: E731
-                                      epsilon=EPS, out=y, workspace=ws)
+                                      epsilon=EPS, out=y, workspace=ws, plan=plan)
     if act == "silu":
         chain = lambda x, w, b: F.silu(F.group_norm(x, GN_GROUPS, w, b, EPS))  # noqa: E731
     else:
@@ -310,7 +311,7 @@ def bench(args):
                        "variant": kernels.skip_norm_variant(KNAME[dname], *norm_kind(op), h) if op in NORM_OPS else None}
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
-                    rec["variant"] = kernels.group_norm_plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h)
+                    rec["variant"] = kernels.group_norm_plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h, KNAME[dname])
                 rec["copy"] = copy_time(nbytes)
                 rec["ours"] = graph_time(ours, est)
                 rec["eager"] = graph_time(lambda: chain(*cargs), est * 3)
@@ -347,9 +348,36 @@ def norm_kind(op):
     return ("layer" if "layer" in op else "rms"), op.startswith("skip")
 
 
-def sweep(args):
-    """Every feasible variant of the norm kernels at each large point: which one the table picks."""
+def sweep_group_norm(args):
+    """Every GroupNorm plan at each GN point (ours only): which one the plugin picks, which is best."""
     out = []
+    for op in [o for o in args.ops if o in GN_OPS]:
+        for dname in args.dtypes:
+            dt, kname = DTYPES[dname], KNAME[dname]
+            for shape in GN_SHAPES:
+                size = shape[1] // GN_GROUPS * math.prod(shape[2:])
+                nbytes = make_group_norm(op, shape, dt)[4]
+                copy = copy_time(nbytes)
+                times = {}
+                for plan in kernels.group_norm_candidates(shape[0], GN_GROUPS, size, kname):
+                    ours = make_group_norm(op, shape, dt, plan=plan)[0]
+                    times[str(plan)] = graph_time(ours, nbytes / 3.5e12 + 3e-6)
+                    del ours
+                chosen = str(kernels.group_norm_plan(shape[0], GN_GROUPS, size, kname))
+                best = min(times, key=times.get)
+                out.append({"op": op, "dtype": dname, "shape": "x".join(map(str, shape)), "copy": copy,
+                            "times": times, "chosen": chosen, "best": best})
+                print(f"{op:16s} {dname} {'x'.join(map(str, shape)):14s} chosen {chosen} "
+                      f"{copy / times[chosen] * 100:5.1f}%  best {best} {copy / times[best] * 100:5.1f}%  "
+                      + " ".join(f"{v}:{copy / t * 100:.0f}" for v, t in times.items()), flush=True)
+                torch.cuda.empty_cache()
+    return out
+
+
+def sweep(args):
+    """Every feasible variant of the norm kernels at each large point: which one the table picks
+    (and every GroupNorm plan, sweep_group_norm)."""
+    out = sweep_group_norm(args)
     for op in [o for o in args.ops if o in NORM_OPS]:
         for dname in args.dtypes:
             dt, kname = DTYPES[dname], KNAME[dname]
@@ -502,7 +530,7 @@ def main():
     ap.add_argument("--compile-at", nargs="*", type=int, default=[], metavar="HIDDEN",
                     help="compile the peer only at these hidden sizes (default: every point)")
     ap.add_argument("--compile-dtypes", nargs="*", default=list(DTYPES), choices=list(DTYPES))
-    ap.add_argument("--sweep", action="store_true", help="time every norm kernel variant (ours only)")
+    ap.add_argument("--sweep", action="store_true", help="time every norm kernel variant and GroupNorm plan (ours only)")
     ap.add_argument("--merge-into", type=Path, default=None, metavar="RESULTS_JSON",
                     help="time only the selected points and replace them in this results.json (the rest is kept)")
     ap.add_argument("--report-only", type=Path, default=None, metavar="RESULTS_JSON",

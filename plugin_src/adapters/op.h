@@ -12,7 +12,7 @@
 // An op whose outputs are not shaped like input 0 declares (the same dims for every output; throws):
 //   nvinfer1::DimsExprs outputDims(const nvinfer1::DimsExprs* in, int32_t nbInputs, nvinfer1::IExprBuilder&) const;
 // An op that needs per-shape scratch memory declares instead of onConfigured and that launch:
-//   void onConfiguredDims(DType, const nvinfer1::Dims& x);                     // input 0's dims, all known
+//   void onConfiguredDims(DType, const nvinfer1::Dims* in, int32_t nbInputs);  // input 0's dims all known
 //   size_t workspaceSize(const nvinfer1::Dims* in, int32_t nbInputs) const;    // bytes for these dims and any smaller
 //   cudaError_t launch(..., const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t) const;
 // (the workspace comes from TensorRT: getWorkspaceSize of the profile's largest dims).
@@ -128,11 +128,12 @@ public:
     void configure(const Desc* in, int32_t nbIn, int32_t nbOut) {
         checkCounts(nbIn, nbOut);
         check(in != nullptr, "null tensor descriptors");
-        mOp.checkDims(dimsOf(in, nbIn, [](const auto& d) { return ownDims(d); }).data(), nbIn);
+        const auto dims = dimsOf(in, nbIn, [](const auto& d) { return ownDims(d); });
+        mOp.checkDims(dims.data(), nbIn);
         DType dt;
         const auto& x = plainDesc(in[0]);
         if constexpr (UsesWorkspace<Op>::value) {
-            if (toKernelType(x.type, dt) && allKnown(x.dims)) mOp.onConfiguredDims(dt, x.dims);
+            if (toKernelType(x.type, dt) && allKnown(x.dims)) mOp.onConfiguredDims(dt, dims.data(), nbIn);
         } else {
             if (toKernelType(x.type, dt) && x.dims.nbDims >= 1 && x.dims.d[x.dims.nbDims - 1] >= 0)
                 mOp.onConfigured(dt, x.dims.d[x.dims.nbDims - 1]);

@@ -129,15 +129,41 @@ template <class T> struct IoSize {
     static constexpr int kVec = 16 / sizeof(T); // elements per 16-byte access
 };
 
-// Launch with the status of this launch alone (a bad configuration, an invalid stream): unlike
-// <<<>>> + cudaGetLastError, it neither reports nor clears asynchronous errors of earlier work.
-template <class... P, class... A>
-inline cudaError_t launchKernel(void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t stream, A&&... args) {
+// A 1-D launch: `smem` dynamic shared memory bytes, `attrs` launch attributes (a cluster dimension, ...).
+inline cudaLaunchConfig_t launchConfig(unsigned grid, unsigned block, size_t smem, cudaLaunchAttribute* attrs,
+                                       unsigned nbAttrs, cudaStream_t stream) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(block);
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
+    cfg.attrs = attrs;
+    cfg.numAttrs = nbAttrs;
+    return cfg;
+}
+
+// Launch with the status of this launch alone (a bad configuration, an invalid stream): unlike
+// <<<>>> + cudaGetLastError, it neither reports nor clears asynchronous errors of earlier work.
+template <class... P, class... A>
+inline cudaError_t launchKernelWith(void (*kernel)(P...), unsigned grid, unsigned block, size_t smem,
+                                    cudaLaunchAttribute* attrs, unsigned nbAttrs, cudaStream_t stream, A&&... args) {
+    const cudaLaunchConfig_t cfg = launchConfig(grid, block, smem, attrs, nbAttrs, stream);
     return cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...);
+}
+
+template <class... P, class... A>
+inline cudaError_t launchKernel(void (*kernel)(P...), unsigned grid, unsigned block, cudaStream_t stream, A&&... args) {
+    return launchKernelWith(kernel, grid, block, 0, nullptr, 0, stream, std::forward<A>(args)...);
+}
+
+// A 1-D thread-block cluster of `size` CTAs (sm_90+): consecutive blockIdx.x form one cluster.
+inline cudaLaunchAttribute clusterAttribute(unsigned size) {
+    cudaLaunchAttribute a = {};
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = size;
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    return a;
 }
 
 template <class F> inline cudaError_t dispatchDType(DType dt, F&& f) {

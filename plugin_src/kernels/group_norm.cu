@@ -1,18 +1,39 @@
 // GroupNorm over NCHW: a group (n, g) is C/G * spatial contiguous elements. SD-sized inputs have
 // few groups (N * G = 64 for 132 SMs) of many elements (10k-164k), so each group is split into
-// chunks of one CTA each (groupNormPlan: ~4 CTAs per H200 SM in all, chunks of >= 4096 elements):
+// chunks of one CTA each. Two paths; the plugin picks one when it is configured (groupNormConfigure):
+//
+// Cluster path (sm_90+, one launch, clusterKernel): a group's CTAs form one thread-block cluster
+// (1..8 CTAs; 16 only where 8 cannot hold a group), grid = groups * cluster size. Each CTA
+//   1. copies its chunk of x (and of a full skip) into shared memory (16-byte cp.async when aligned),
+//   2. computes its chunk's exact count, mean and M2: each thread two passes over its own elements
+//      (mean, then the sum of squared deviations from it: no cancellation when the mean is far from
+//      0), then Chan merges over the block in a fixed tree order,
+//   3. publishes them in its shared memory; cluster.sync(); every warp of every CTA reads the
+//      cluster's partials through distributed shared memory and merges them in the same fixed
+//      order (bit-identical statistics everywhere), then arrives on the cluster barrier,
+//   4. normalizes its chunk from shared memory, stores y (and s) evict-first, and waits on the
+//      barrier before it exits, so no CTA leaves while another may still read its partial.
+//   Global traffic: x (+ skip) read once, y (+ s) written once. A CTA has its whole chunk in shared
+//   memory before it stores anything and touches no other chunk: y and s may alias x or skip.
+//
+// Two-launch path (every GPU; groups a cluster cannot hold; few groups that two launches spread
+// over more SMs). groupNormPlan: ~4 CTAs per H200 SM in all, chunks of >= 4096 elements:
 //   pass 1 (statsKernel): each CTA sums s - K and (s - K)^2 over its chunk, K = the group's first
 //     value (shifted sums: no cancellation when the mean is far from 0), into workspace partials;
 //   pass 2 (normKernel): each CTA merges its group's partials (fixed order: deterministic), then
 //     normalizes its chunk, re-reading x, which is mostly still in L2. Pass 2 walks the CTAs in
 //     reverse order, so it starts with the chunks pass 1 read last.
-// 16-byte packs when every pointer is aligned and spatial % pack == 0 (a pack is then inside one
-// channel), one element per access otherwise; pass 2 stores its packs evict-first. No atomics, nothing to zero: the workspace is fully
-// written by pass 1 before pass 2 reads it (same stream). y and sum may alias x or skip (same
-// shape): each thread loads an element before it stores it, and K travels through the workspace.
+//   No atomics, nothing to zero: the workspace is fully written by pass 1 before pass 2 reads it
+//   (same stream). y and s may alias x or skip: each thread loads an element before it stores it,
+//   and K travels through the workspace.
+// Both: 16-byte packs when every pointer is aligned and spatial % pack == 0 (a pack is then inside
+// one channel), one element per access otherwise; y and s stored evict-first.
 #include "common.cuh"
 #include "group_norm.h"
 
+#include <cooperative_groups.h>
+
+#include <mutex>
 #include <type_traits>
 
 namespace trtp {
@@ -29,6 +50,13 @@ constexpr int64_t kMinChunk = 4096;   // elements: smaller groups are not split
 constexpr int64_t kChunkAlign = 256;  // chunk starts stay 16-byte aligned for every dtype
 // 32-bit offsets inside a chunk (with a stride of margin), channels per group and spatial sizes.
 constexpr int64_t kMaxIndex = INT32_MAX - 8 * kThreads * 8;
+// Cluster path: sizes, and the CTAs per SM it aims at in all (the register limit allows kMinBlocks).
+constexpr int64_t kPortableCluster = 8;
+constexpr int64_t kMaxCluster = 16;
+constexpr int64_t kClusterCtasPerSm = 3;
+constexpr int64_t kSmemReserve = 1024;      // shared memory the driver keeps per CTA
+constexpr int64_t kStaticSmemBound = 256;   // clusterKernel's static shared memory, rounded up
+constexpr int64_t kMaxClusterSmem = 232448 - kStaticSmemBound; // 227 KB opt-in (sm_90, sm_100), less static
 
 template <class T> struct Gn {
     const T* x;
@@ -170,14 +198,14 @@ struct Walk {
     }
 };
 
-// Loads this thread's next kUnroll packs (those inside the chunk: in[u]) as s values;
+// Loads this thread's next U packs (those inside the chunk: in[u]) as s values;
 // q[u]: the pack's channel in the group. Advances the walk.
-template <class T, int VEC, GroupNormSkip SKIP>
-__device__ __forceinline__ void loadPacks(const Gn<T>& a, const Chunk<T>& c, Walk& w, float (&s)[kUnroll<VEC>][VEC],
-                                          bool (&in)[kUnroll<VEC>], int32_t (&q)[kUnroll<VEC>], int32_t (&off)[kUnroll<VEC>]) {
-    Pack<T, VEC> px[kUnroll<VEC>], ps[kUnroll<VEC>];
+template <class T, int VEC, GroupNormSkip SKIP, int U>
+__device__ __forceinline__ void loadPacks(const Gn<T>& a, const Chunk<T>& c, Walk& w, float (&s)[U][VEC], bool (&in)[U],
+                                          int32_t (&q)[U], int32_t (&off)[U]) {
+    Pack<T, VEC> px[U], ps[U];
 #pragma unroll
-    for (int u = 0; u < kUnroll<VEC>; ++u) {
+    for (int u = 0; u < U; ++u) {
         off[u] = w.j;
         in[u] = w.j < c.len;
         q[u] = w.cur.q;
@@ -189,7 +217,7 @@ __device__ __forceinline__ void loadPacks(const Gn<T>& a, const Chunk<T>& c, Wal
         }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll<VEC>; ++u) {
+    for (int u = 0; u < U; ++u) {
         if (!in[u]) continue;
         toFloats(px[u], s[u]);
         const float add = channelAdd<T, SKIP>(c, q[u]);
@@ -205,17 +233,18 @@ __device__ __forceinline__ void loadPacks(const Gn<T>& a, const Chunk<T>& c, Wal
 }
 
 // Calls f(s, q, off) for each of this thread's packs of the chunk: s its values (x + skip + the
-// per-channel part), q its channel in the group, off its chunk-local offset.
-template <class T, int VEC, GroupNormSkip SKIP, class F>
+// per-channel part), q its channel in the group, off its chunk-local offset. U packs loaded at a
+// time (from global memory: kUnroll; from shared memory one is enough, and needs fewer registers).
+template <class T, int VEC, GroupNormSkip SKIP, int U = kUnroll<VEC>, class F>
 __device__ __forceinline__ void forEachPack(const Gn<T>& a, const Chunk<T>& c, F&& f) {
     Walk w(a, c, VEC);
     while (w.j < c.len) {
-        float s[kUnroll<VEC>][VEC];
-        bool in[kUnroll<VEC>];
-        int32_t q[kUnroll<VEC>], off[kUnroll<VEC>];
-        loadPacks<T, VEC, SKIP>(a, c, w, s, in, q, off);
+        float s[U][VEC];
+        bool in[U];
+        int32_t q[U], off[U];
+        loadPacks<T, VEC, SKIP, U>(a, c, w, s, in, q, off);
 #pragma unroll
-        for (int u = 0; u < kUnroll<VEC>; ++u)
+        for (int u = 0; u < U; ++u)
             if (in[u]) f(s[u], q[u], off[u]);
     }
 }
@@ -243,6 +272,22 @@ template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds_
     }
 }
 
+// Normalizes this CTA's chunk: y = act((s - mean) * rstd * gamma + beta), and s when asked for.
+template <class T, int VEC, GroupNormSkip SKIP, int U = kUnroll<VEC>>
+__device__ __forceinline__ void normalize(const Gn<T>& a, const Chunk<T>& c, float mean, float rstd) {
+    forEachPack<T, VEC, SKIP, U>(a, c, [&](const float (&s)[VEC], int32_t q, int32_t off) {
+        const float sc = rstd * __ldg(c.gamma + q), sh = c.beta ? __ldg(c.beta + q) : 0.f;
+        if (c.sum) storeFloats<T, VEC>(c.sum + off, s);
+        float o[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            o[e] = fmaf(s[e] - mean, sc, sh);
+            if (a.act == GroupNormAct::kSilu) o[e] = __fdividef(o[e], 1.f + __expf(-o[e])); // exp overflow -> 0
+        }
+        storeFloats<T, VEC>(c.y + off, o);
+    });
+}
+
 template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds__(kThreads, kMinBlocks) normKernel(Gn<T> a) {
     __shared__ float red[2][32];
     __shared__ float stats[2];
@@ -265,38 +310,248 @@ template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds_
         stats[1] = rsqrtf(var + a.eps);
     }
     __syncthreads();
-    const float mean = stats[0], rstd = stats[1];
-    forEachPack<T, VEC, SKIP>(a, c, [&](const float (&s)[VEC], int32_t q, int32_t off) {
-        const float sc = rstd * __ldg(c.gamma + q), sh = c.beta ? __ldg(c.beta + q) : 0.f;
-        if (c.sum) storeFloats<T, VEC>(c.sum + off, s);
-        float o[VEC];
+    normalize<T, VEC, SKIP>(a, c, stats[0], stats[1]);
+}
+
+// Count, mean and sum of squared deviations from the mean of some values.
+struct Moments {
+    float n, mean, m2;
+};
+static_assert(sizeof(Moments) * (kThreads / 32 + 1) <= kStaticSmemBound, "clusterKernel's static shared memory");
+
+// The cluster path's device code exists for sm_90+ (and the host pass); older architectures get a stub.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define TRTP_GN_CLUSTERS 1
+
+// Chan et al.'s merge of two sets' moments (exact for empty sets).
+__device__ __forceinline__ Moments merge(const Moments& a, const Moments& b) {
+    if (b.n == 0.f) return a;
+    if (a.n == 0.f) return b;
+    const float n = a.n + b.n, d = b.mean - a.mean, f = b.n / n;
+    return {n, fmaf(d, f, a.mean), fmaf(d * d, a.n * f, a.m2 + b.m2)};
+}
+
+// Lane 0 gets the merge of the warp's 32 moments, always in the same tree order.
+__device__ __forceinline__ Moments warpMerge(Moments m) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const Moments other{__shfl_down_sync(0xffffffffu, m.n, o), __shfl_down_sync(0xffffffffu, m.mean, o),
+                            __shfl_down_sync(0xffffffffu, m.m2, o)};
+        m = merge(m, other);
+    }
+    return m;
+}
+
+// Copies len elements from global src to shared dst: 16-byte cp.async per thread and step for
+// packs (every cp.async of the chunk in flight at once; waitStaged() waits for them), else plain
+// element loads.
+template <class T, int VEC> __device__ __forceinline__ void stage(T* dst, const T* src, int32_t len) {
+    if constexpr (VEC * sizeof(T) == 16) {
+        for (int32_t j = int32_t(threadIdx.x) * VEC; j < len; j += int32_t(blockDim.x) * VEC) {
+            const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst + j));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src + j) : "memory");
+        }
+    } else {
+#pragma unroll 4
+        for (int32_t j = threadIdx.x; j < len; j += blockDim.x) dst[j] = src[j];
+    }
+}
+
+__device__ __forceinline__ void waitStaged() {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    __syncthreads();
+}
+
+#endif // sm_90+
+
+// The cluster path (see the top of this file): one cluster of a.chunks CTAs per group, the chunk of
+// x at the start of the dynamic shared memory, a full skip's after it (a.chunkLen elements each).
+template <class T, int VEC, GroupNormSkip SKIP>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) clusterKernel(Gn<T> a) {
+#ifndef TRTP_GN_CLUSTERS
+    __trap(); // never launched: groupNormDevice() offers clusters only with an sm_90+ image
+#else
+    extern __shared__ __align__(16) unsigned char tile[];
+    __shared__ Moments red[kThreads / 32];
+    __shared__ Moments part;
+    const auto cluster = cooperative_groups::this_cluster();
+    Chunk<T> c(a, blockIdx.x);
+    T* sx = reinterpret_cast<T*>(tile);
+    stage<T, VEC>(sx, c.x, c.len);
+    c.x = sx;
+    if constexpr (SKIP == GroupNormSkip::kFull) {
+        T* sk = sx + a.chunkLen;
+        stage<T, VEC>(sk, c.skip, c.len);
+        c.skip = sk;
+    }
+    waitStaged();
+    // This thread's moments: two passes over its elements (in shared memory now), then the block's.
+    float sum = 0.f;
+    int32_t count = 0;
+    forEachPack<T, VEC, SKIP, 1>(a, c, [&](const float (&s)[VEC], int32_t, int32_t) {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) sum += s[e];
+        count += VEC;
+    });
+    Moments m{float(count), count ? sum / float(count) : 0.f, 0.f};
+    forEachPack<T, VEC, SKIP, 1>(a, c, [&](const float (&s)[VEC], int32_t, int32_t) {
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            o[e] = fmaf(s[e] - mean, sc, sh);
-            if (a.act == GroupNormAct::kSilu) o[e] = __fdividef(o[e], 1.f + __expf(-o[e])); // exp overflow -> 0
+            const float d = s[e] - m.mean;
+            m.m2 = fmaf(d, d, m.m2);
         }
-        storeFloats<T, VEC>(c.y + off, o);
     });
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    m = warpMerge(m);
+    if (lane == 0) red[warp] = m;
+    __syncthreads();
+    if (warp == 0) {
+        m = warpMerge(lane < kThreads / 32 ? red[lane] : Moments{0.f, 0.f, 0.f});
+        if (lane == 0) part = m;
+    }
+    cluster.sync(); // every CTA's partial published
+    // The group's moments: each warp merges the cluster's partials in rank order (identical everywhere).
+    const int ranks = int(cluster.num_blocks());
+    m = warpMerge(lane < ranks ? *cluster.map_shared_rank(&part, lane) : Moments{0.f, 0.f, 0.f});
+    const float mean = __shfl_sync(0xffffffffu, m.mean, 0);
+    const float var = __shfl_sync(0xffffffffu, m.m2, 0) / __shfl_sync(0xffffffffu, m.n, 0);
+    auto done = cluster.barrier_arrive(); // this thread reads no other CTA's shared memory from here
+    normalize<T, VEC, SKIP, 1>(a, c, mean, rsqrtf(var + a.eps));
+    cluster.barrier_wait(std::move(done)); // nobody reads this CTA's partial any more
+#endif
 }
 
-template <class T, int VEC, GroupNormSkip SKIP> cudaError_t launchPasses(const Gn<T>& a, unsigned grid, cudaStream_t s) {
-    const cudaError_t e = launchKernel(statsKernel<T, VEC, SKIP>, grid, kThreads, s, a);
-    return e != cudaSuccess ? e : launchKernel(normKernel<T, VEC, SKIP>, grid, kThreads, s, a);
-}
-
-template <class T, int VEC> cudaError_t launchSkip(const Gn<T>& a, unsigned grid, cudaStream_t s) {
-    switch (a.skipMode) {
-    case GroupNormSkip::kNone: return launchPasses<T, VEC, GroupNormSkip::kNone>(a, grid, s);
-    case GroupNormSkip::kFull: return launchPasses<T, VEC, GroupNormSkip::kFull>(a, grid, s);
-    case GroupNormSkip::kPerChannel: return launchPasses<T, VEC, GroupNormSkip::kPerChannel>(a, grid, s);
+// Calls f(std::integral_constant<GroupNormSkip, mode>{}) for a runtime skip mode.
+template <class F> cudaError_t dispatchSkip(GroupNormSkip mode, F&& f) {
+    switch (mode) {
+    case GroupNormSkip::kNone: return f(std::integral_constant<GroupNormSkip, GroupNormSkip::kNone>{});
+    case GroupNormSkip::kFull: return f(std::integral_constant<GroupNormSkip, GroupNormSkip::kFull>{});
+    case GroupNormSkip::kPerChannel: return f(std::integral_constant<GroupNormSkip, GroupNormSkip::kPerChannel>{});
     }
     return cudaErrorInvalidValue;
 }
 
-bool planOk(const GroupNormPlan& p, int64_t totalGroups, int64_t groupSize) {
-    if (p.chunks < 1 || p.chunkLen < 1 || p.chunkLen % kChunkAlign) return false;
-    if (p.chunks > groupSize || (p.chunks - 1) * p.chunkLen >= groupSize || p.chunks * p.chunkLen < groupSize) return false;
-    return p.chunks == 1 || totalGroups * p.chunks <= kTargetCtas + totalGroups; // within the workspace bound
+// Calls f(clusterKernel<T, VEC, SKIP>) for every instantiation.
+template <class T, int VEC, class F> void forEachSkipKernel(F& f) {
+    f(clusterKernel<T, VEC, GroupNormSkip::kNone>);
+    f(clusterKernel<T, VEC, GroupNormSkip::kFull>);
+    f(clusterKernel<T, VEC, GroupNormSkip::kPerChannel>);
+}
+template <class T, class F> void forEachVecKernel(F& f) {
+    forEachSkipKernel<T, 1>(f);
+    forEachSkipKernel<T, IoSize<T>::kVec>(f);
+}
+template <class F> void forEachClusterKernel(F&& f) {
+    forEachVecKernel<float>(f);
+    forEachVecKernel<__half>(f);
+    forEachVecKernel<__nv_bfloat16>(f);
+}
+
+// Dynamic shared memory of a cluster CTA: its chunk of x, and of a full skip.
+int64_t clusterSmem(DType dt, GroupNormSkip skip, int64_t chunkLen) {
+    return chunkLen * (dt == DType::kFloat32 ? 4 : 2) * (skip == GroupNormSkip::kFull ? 2 : 1);
+}
+
+struct Launch {
+    unsigned grid;
+    size_t smem;  // cluster CTAs' dynamic shared memory
+    bool cluster; // one launch of clusterKernel (cluster size a.chunks), else the two passes
+};
+
+template <class T, int VEC, GroupNormSkip SKIP> cudaError_t launchPath(const Gn<T>& a, const Launch& l, cudaStream_t s) {
+    if (l.cluster) {
+        cudaLaunchAttribute attr = clusterAttribute(unsigned(a.chunks));
+        return launchKernelWith(clusterKernel<T, VEC, SKIP>, l.grid, kThreads, l.smem, &attr, 1, s, a);
+    }
+    const cudaError_t e = launchKernel(statsKernel<T, VEC, SKIP>, l.grid, kThreads, s, a);
+    return e != cudaSuccess ? e : launchKernel(normKernel<T, VEC, SKIP>, l.grid, kThreads, s, a);
+}
+
+// A plan the launch can run for this shape: a split of each group into chunks (the cluster's CTAs
+// within 16 and the shared memory of any GPU; two launches' partials within the workspace bound).
+bool planOk(const GroupNormPlan& p, DType dt, GroupNormSkip skip, int64_t totalGroups, int64_t groupSize) {
+    if (p.chunks < 1 || p.chunkLen < 1 || p.chunkLen % kChunkAlign || p.chunkLen > kMaxIndex) return false;
+    if (p.chunks != ceilDiv(groupSize, p.chunkLen) || totalGroups > int64_t(INT32_MAX) / p.chunks) return false;
+    if (p.cluster) return p.chunks <= kMaxCluster && clusterSmem(dt, skip, p.chunkLen) <= kMaxClusterSmem;
+    return p.chunks == 1 || totalGroups * p.chunks <= kTargetCtas + totalGroups;
+}
+
+// Elements per chunk when a group is split into `chunks`, rounded up to kChunkAlign.
+int64_t chunkLenFor(int64_t groupSize, int64_t chunks) {
+    return ceilDiv(ceilDiv(groupSize, chunks), kChunkAlign) * kChunkAlign;
+}
+
+// The cluster plan (groupNormPlan's rule), or {} when a group does not fit in a cluster's shared memory.
+GroupNormPlan clusterPlan(DType dt, int64_t total, int64_t groupSize, GroupNormSkip skip, const GroupNormDevice& dev) {
+    const int64_t perBlock = dev.smemPerBlock, maxCluster = dev.maxCluster;
+    const int64_t portable = maxCluster < kPortableCluster ? maxCluster : kPortableCluster;
+    if (clusterSmem(dt, skip, ceilDiv(groupSize, maxCluster)) > perBlock) return {}; // also keeps the products small
+    const int64_t target = dev.smemPerSm / kMinBlocks - kSmemReserve > 0 ? dev.smemPerSm / kMinBlocks - kSmemReserve : 1;
+    const int64_t forSmem = ceilDiv(clusterSmem(dt, skip, groupSize), target);
+    const int64_t forFill = ceilDiv(kClusterCtasPerSm * dev.sms, total);
+    int64_t size = 1;
+    while (size < portable && (size < forSmem || size < forFill)) size *= 2;
+    while (size < maxCluster && clusterSmem(dt, skip, chunkLenFor(groupSize, size)) > perBlock) size *= 2;
+    const int64_t len = chunkLenFor(groupSize, size);
+    if (size > maxCluster || clusterSmem(dt, skip, len) > perBlock) return {};
+    GroupNormPlan p;
+    p.chunkLen = len;
+    p.chunks = ceilDiv(groupSize, len);
+    p.cluster = true;
+    return p;
+}
+
+// A CUDA call's success; a failure's error is cleared (an answer here, not an error for the caller's next check).
+bool succeeded(cudaError_t e) {
+    if (e != cudaSuccess) cudaGetLastError();
+    return e == cudaSuccess;
+}
+
+// Whether the current GPU can run a cluster of the plan (registers, shared memory, cluster size).
+bool clusterFits(DType dt, GroupNormSkip skip, const GroupNormPlan& p) {
+    const cudaError_t e = dispatchDType(dt, [&](auto tag) {
+        using T = decltype(tag);
+        return dispatchSkip(skip, [&](auto mode) {
+            cudaLaunchAttribute attr = clusterAttribute(unsigned(p.chunks));
+            const size_t smem = size_t(clusterSmem(dt, skip, p.chunkLen));
+            const cudaLaunchConfig_t cfg = launchConfig(unsigned(p.chunks), kThreads, smem, &attr, 1, nullptr);
+            const auto kernel = clusterKernel<T, IoSize<T>::kVec, decltype(mode)::value>;
+            int clusters = 0;
+            const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+            return err != cudaSuccess ? err : clusters > 0 ? cudaSuccess : cudaErrorInvalidConfiguration;
+        });
+    });
+    return succeeded(e);
+}
+
+GroupNormDevice queryDevice(int dev) {
+    int major = 0, clusters = 0, sms = 0, smemSm = 0, smemBlock = 0;
+    if (!succeeded(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) || major < 9 ||
+        !succeeded(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev)) || !clusters ||
+        !succeeded(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+        !succeeded(cudaDeviceGetAttribute(&smemSm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) ||
+        !succeeded(cudaDeviceGetAttribute(&smemBlock, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
+        return {};
+    // An sm_90+ image: not PTX of an older architecture compiled for this GPU (whose cluster kernel traps).
+    cudaFuncAttributes fa = {};
+    if (!succeeded(cudaFuncGetAttributes(&fa, clusterKernel<float, 4, GroupNormSkip::kNone>)) || fa.binaryVersion < 90 ||
+        (fa.ptxVersion != 0 && fa.ptxVersion < 90) || smemBlock <= kStaticSmemBound)
+        return {};
+    GroupNormDevice d;
+    d.sms = sms;
+    d.smemPerSm = smemSm;
+    d.smemPerBlock = int32_t(smemBlock - kStaticSmemBound);
+    d.maxCluster = int32_t(kMaxCluster);
+    bool ok = true;
+    forEachClusterKernel([&](auto kernel) {
+        ok = ok && succeeded(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smemPerBlock));
+        if (!succeeded(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1)))
+            d.maxCluster = int32_t(kPortableCluster);
+        // a hint: the kernel keeps its data in shared memory and little in L1
+        const int maxShared = cudaSharedmemCarveoutMaxShared;
+        succeeded(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, maxShared));
+    });
+    return ok ? d : GroupNormDevice{};
 }
 
 constexpr size_t kWsAlign = 256;
@@ -304,16 +559,40 @@ size_t roundUp(size_t v) { return (v + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
 } // namespace
 
-GroupNormPlan groupNormPlan(int64_t n, int64_t groups, int64_t groupSize) {
+GroupNormDevice groupNormDevice() noexcept {
+    constexpr int kDevices = 64;
+    static std::once_flag once[kDevices];
+    static GroupNormDevice known[kDevices];
+    try {
+        int dev = -1;
+        if (!succeeded(cudaGetDevice(&dev)) || dev < 0) return {};
+        if (dev >= kDevices) return queryDevice(dev);
+        std::call_once(once[dev], [&] { known[dev] = queryDevice(dev); });
+        return known[dev];
+    } catch (...) {
+        return {};
+    }
+}
+
+GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip,
+                            const GroupNormDevice& dev) {
     GroupNormPlan p;
     if (n < 1 || groups < 1 || groupSize < 1 || n > INT64_MAX / groups) return p;
     const int64_t total = n * groups;
     int64_t chunks = ceilDiv(kTargetCtas, total);
     const int64_t cap = groupSize / kMinChunk > 1 ? groupSize / kMinChunk : 1;
     if (chunks > cap) chunks = cap;
-    p.chunkLen = ceilDiv(ceilDiv(groupSize, chunks), kChunkAlign) * kChunkAlign;
+    p.chunkLen = chunkLenFor(groupSize, chunks);
     p.chunks = ceilDiv(groupSize, p.chunkLen);
-    return p;
+    if (dev.maxCluster < 1 || dev.sms < 1 || dev.smemPerBlock < 1 || total > int64_t(INT32_MAX) / kMaxCluster) return p;
+    const GroupNormPlan c = clusterPlan(dt, total, groupSize, skip, dev);
+    const int64_t busy = dev.sms < total * p.chunks ? dev.sms : total * p.chunks;
+    return c.cluster && total * c.chunks >= busy ? c : p;
+}
+
+GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip) noexcept {
+    const GroupNormPlan p = groupNormPlan(dt, n, groups, groupSize, skip, groupNormDevice());
+    return !p.cluster || clusterFits(dt, skip, p) ? p : groupNormPlan(dt, n, groups, groupSize, skip);
 }
 
 // Partials: at most total * ceil(kTargetCtas / total) <= kTargetCtas + total (float2 each),
@@ -324,35 +603,50 @@ size_t groupNormWorkspaceSize(int64_t n, int64_t groups) {
     return roundUp((size_t(kTargetCtas) + total) * sizeof(float2)) + roundUp(total * sizeof(float));
 }
 
-cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream) {
+cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran) {
     const int64_t n = args.n, c = args.channels, hw = args.spatial, g = args.groups;
     if (n < 0 || c < 0 || hw < 0 || g < 1 || c % g || !(args.epsilon >= 0.f)) return cudaErrorInvalidValue;
     if (args.act != GroupNormAct::kNone && args.act != GroupNormAct::kSilu) return cudaErrorInvalidValue;
     if (args.skipMode != GroupNormSkip::kNone && args.skipMode != GroupNormSkip::kFull &&
         args.skipMode != GroupNormSkip::kPerChannel)
         return cudaErrorInvalidValue;
+    if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return cudaErrorInvalidValue;
     if (n == 0 || c == 0 || hw == 0) return cudaSuccess;
     if (!args.x || !args.y || !args.gamma || (args.skipMode != GroupNormSkip::kNone && !args.skip)) return cudaErrorInvalidValue;
     if (n > INT64_MAX / c || n * c > INT64_MAX / hw) return cudaErrorInvalidValue;
     const int64_t total = n * g, groupSize = c / g * hw;
-    GroupNormPlan plan = args.plan;
-    if (!planOk(plan, total, groupSize)) plan = groupNormPlan(n, g, groupSize);
-    if (plan.chunks < 1 || total > int64_t(INT32_MAX) / plan.chunks) return cudaErrorInvalidValue;
-    if (hw > kMaxIndex || c / g > kMaxIndex || plan.chunkLen > kMaxIndex) return cudaErrorInvalidValue;
+    const GroupNormPlan twoLaunches = groupNormPlan(dt, n, g, groupSize, args.skipMode);
+    if (!planOk(twoLaunches, dt, args.skipMode, total, groupSize)) return cudaErrorInvalidValue;
+    GroupNormPlan plan = planOk(args.plan, dt, args.skipMode, total, groupSize) ? args.plan : twoLaunches;
+    if (hw > kMaxIndex || c / g > kMaxIndex) return cudaErrorInvalidValue;
     const size_t partialBytes = roundUp(size_t((kTargetCtas + total) * int64_t(sizeof(float2))));
     if (!args.workspace || args.workspaceSize < groupNormWorkspaceSize(n, g) || (reinterpret_cast<uintptr_t>(args.workspace) & 7u))
         return cudaErrorInvalidValue;
     const int vecElems = dt == DType::kFloat32 ? 4 : 8;
     const bool vec = hw % vecElems == 0 && aligned16(args.x) && aligned16(args.y) && (!args.sum || aligned16(args.sum)) &&
                      (args.skipMode != GroupNormSkip::kFull || aligned16(args.skip));
-    const unsigned grid = unsigned(total * plan.chunks);
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
-        const Gn<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma, args.beta,
-                      static_cast<T*>(args.y), static_cast<T*>(args.sum), static_cast<float2*>(args.workspace),
-                      reinterpret_cast<float*>(static_cast<char*>(args.workspace) + partialBytes), groupSize, g,
-                      plan.chunks, plan.chunkLen, int32_t(hw), int32_t(c / g), args.epsilon, args.skipMode, args.act};
-        return vec ? launchSkip<T, IoSize<T>::kVec>(a, grid, stream) : launchSkip<T, 1>(a, grid, stream);
+        Gn<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma, args.beta,
+                static_cast<T*>(args.y), static_cast<T*>(args.sum), static_cast<float2*>(args.workspace),
+                reinterpret_cast<float*>(static_cast<char*>(args.workspace) + partialBytes), groupSize, g,
+                0, 0, int32_t(hw), int32_t(c / g), args.epsilon, args.skipMode, args.act};
+        const auto run = [&](const GroupNormPlan& p) {
+            a.chunks = p.chunks, a.chunkLen = p.chunkLen;
+            const size_t smem = p.cluster ? size_t(clusterSmem(dt, args.skipMode, p.chunkLen)) : 0;
+            const Launch l{unsigned(total * p.chunks), smem, p.cluster};
+            return dispatchSkip(args.skipMode, [&](auto mode) {
+                constexpr GroupNormSkip kMode = decltype(mode)::value;
+                return vec ? launchPath<T, IoSize<T>::kVec, kMode>(a, l, stream) : launchPath<T, 1, kMode>(a, l, stream);
+            });
+        };
+        cudaError_t e = run(plan);
+        if (plan.cluster && !succeeded(e)) { // not launchable here (another device or context than configured)
+            plan = twoLaunches;
+            e = run(plan);
+        }
+        if (e == cudaSuccess && ran) *ran = plan;
+        return e;
     });
 }
 

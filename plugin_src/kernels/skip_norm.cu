@@ -75,19 +75,6 @@ template <class T, int VEC, int NV> struct Slice {
     T xe[2], ke[2];
 };
 
-// 16 bytes that no later access of this thread reads again: kept out of L1, which holds the weights.
-template <class T, int N> __device__ __forceinline__ Pack<T, N> loadOnce(const T* p) {
-    static_assert(sizeof(Pack<T, N>) == 16, "16-byte packs");
-#if TRTPLUGINS_PLAIN_LOADS
-    return load<T, N>(p);
-#endif
-    uint4 u;
-    asm("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
-        : "l"(p));
-    return *reinterpret_cast<Pack<T, N>*>(&u);
-}
-
 // N FP32 weights at a column that is a multiple of 4 when `vec4` (then float4 loads).
 template <int N> __device__ __forceinline__ void weightsAt(const float* p, bool vec4, float (&w)[N]) {
     if constexpr (N % 4 == 0) {
@@ -118,8 +105,8 @@ __device__ __forceinline__ void loadSlice(const Row<T>& a, int64_t row, int tpr,
     for (int j = 0; j < NV; ++j) {
         const int c = sp.head + (j * tpr + t) * VEC;
         if (j * tpr + t < sp.packs) {
-            s.x[j] = loadOnce<T, VEC>(x + c);
-            if (SKIP) s.k[j] = loadOnce<T, VEC>(k + c);
+            s.x[j] = load<T, VEC>(x + c);
+            if (SKIP) s.k[j] = load<T, VEC>(k + c);
         }
     }
     const int tail = sp.head + sp.packs * VEC + t;

@@ -91,12 +91,21 @@ void GroupNormOp::shape(const nvinfer1::Dims& x, int64_t& n, int64_t& c, int64_t
     for (int32_t i = 2; i < x.nbDims; ++i) spatial *= x.d[i];
 }
 
-void GroupNormOp::onConfiguredDims(DType, const nvinfer1::Dims& x) {
+GroupNormSkip GroupNormOp::skipMode(const nvinfer1::Dims* skip, int64_t spatial) {
+    if (!skip) return GroupNormSkip::kNone;
+    int64_t n, c, skipSpatial;
+    shape(*skip, n, c, skipSpatial);
+    return skipSpatial == spatial ? GroupNormSkip::kFull : GroupNormSkip::kPerChannel;
+}
+
+// The path and split for this shape, on this GPU (the device query happens here, never in enqueue).
+void GroupNormOp::onConfiguredDims(DType dt, const nvinfer1::Dims* in, int32_t nbInputs) {
+    if (nbInputs > 1 && !allKnown(in[1])) return; // a later configure with every dim known plans
     int64_t n, c, spatial;
-    shape(x, n, c, spatial);
-    mPlan = groupNormPlan(n, mP.numGroups, c / mP.numGroups * spatial);
-    mPlanN = n;
-    mPlanSpatial = spatial;
+    shape(in[0], n, c, spatial);
+    const PlanKey key{dt, n, spatial, skipMode(nbInputs > 1 ? &in[1] : nullptr, spatial)};
+    mPlan = groupNormConfigure(dt, n, mP.numGroups, c / mP.numGroups * spatial, key.skip);
+    mPlanKey = key;
 }
 
 // The bound covers every shape up to the largest batch (the partials depend on N * groups only).
@@ -111,12 +120,8 @@ cudaError_t GroupNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, 
     GroupNormArgs a;
     shape(in[0].dims, a.n, a.channels, a.spatial);
     a.x = inputs[0];
-    if (nbInputs > 1) {
-        a.skip = inputs[1];
-        int64_t sn, sc, sSpatial;
-        shape(in[1].dims, sn, sc, sSpatial);
-        a.skipMode = sSpatial == a.spatial ? GroupNormSkip::kFull : GroupNormSkip::kPerChannel;
-    }
+    a.skipMode = skipMode(nbInputs > 1 ? &in[1].dims : nullptr, a.spatial);
+    if (nbInputs > 1) a.skip = inputs[1];
     a.gamma = w.at(0);
     a.beta = w.at(1);
     a.bias = w.at(2);
@@ -127,7 +132,7 @@ cudaError_t GroupNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, 
     a.groups = mP.numGroups;
     a.epsilon = mP.epsilon;
     a.act = mP.act;
-    if (a.n == mPlanN && a.spatial == mPlanSpatial) a.plan = mPlan;
+    if (mPlanKey == PlanKey{dt, a.n, a.spatial, a.skipMode}) a.plan = mPlan; // else two launches (no query here)
     if (!workspace) fail("no workspace (getWorkspaceSize asked for %zu bytes)", a.workspaceSize);
     return launchGroupNorm(dt, a, stream);
 }

@@ -26,7 +26,7 @@ public:
     int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
     HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
     void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
-    void onConfiguredDims(DType dt, const nvinfer1::Dims& x);
+    void onConfiguredDims(DType dt, const nvinfer1::Dims* in, int32_t nbInputs);
     size_t workspaceSize(const nvinfer1::Dims* in, int32_t nbInputs) const;
     cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) const;
@@ -34,10 +34,18 @@ public:
 private:
     // x's dims as (n, channels, spatial); throws on unknown dims.
     static void shape(const nvinfer1::Dims& x, int64_t& n, int64_t& c, int64_t& spatial);
+    // How a skip input of these dims (nullptr: none) is added to x of `spatial` elements per channel.
+    static GroupNormSkip skipMode(const nvinfer1::Dims* skip, int64_t spatial);
     Params mP;
-    // The split chosen when configured, for that (n, spatial).
+    // The plan chosen when configured (groupNormConfigure: path and split), for that shape.
+    struct PlanKey {
+        DType dt = DType::kFloat32;
+        int64_t n = -1, spatial = -1;
+        GroupNormSkip skip = GroupNormSkip::kNone;
+        bool operator==(const PlanKey& o) const { return dt == o.dt && n == o.n && spatial == o.spatial && skip == o.skip; }
+    };
     GroupNormPlan mPlan;
-    int64_t mPlanN = -1, mPlanSpatial = -1;
+    PlanKey mPlanKey;
 };
 
 } // namespace trtp

@@ -112,13 +112,17 @@ int main() {
         }
     }
     // GroupNorm: (n, c, spatial, groups) incl. an empty batch, 1 element per group, one group, odd
-    // spatial sizes and groups split into chunks; skip none / like x / per (n, c); bias, sum, SiLU
+    // spatial sizes and groups split into chunks (ragged last chunks); skip none / like x / per (n, c);
+    // bias, sum, SiLU; out of place and in place (y over x, the sum over the skip); each through the
+    // plan the plugin picks, the two launches, and clusters of 1, 2, 8 and 16 CTAs (sm_90+)
     const long long gnShapes[][4] = {{0, 8, 16, 4}, {1, 32, 1, 32}, {2, 64, 49, 1}, {2, 16, 64, 4}, {1, 8, 5000, 2},
                                      {2, 32, 4096, 8}};
+    const trtp::GroupNormDevice dev = trtp::groupNormDevice();
+    std::printf("GroupNorm: %s (max cluster %d)\n", dev.maxCluster ? "clusters" : "two launches only", dev.maxCluster);
     for (trtp::DType dt : dts) {
         const size_t es = elemSize(dt);
         for (const auto& sh : gnShapes) {
-            const long long n = sh[0], c = sh[1], hw = sh[2], g = sh[3];
+            const long long n = sh[0], c = sh[1], hw = sh[2], g = sh[3], size = c / g * hw;
             for (size_t off : {size_t(0), es}) {
                 const size_t total = size_t(n * c * hw);
                 Buf x(total * es, off), skip(total * es, off), y(total * es, off), s(total * es, off);
@@ -126,18 +130,43 @@ int main() {
                 const size_t wsBytes = trtp::groupNormWorkspaceSize(n > 0 ? n : 1, g);
                 Buf ws(wsBytes, 0);
                 for (int mode = 0; mode < 3; ++mode) {
-                    trtp::GroupNormArgs a;
-                    a.x = x.p();
-                    a.skipMode = trtp::GroupNormSkip(mode);
-                    a.skip = mode == 1 ? skip.p() : mode == 2 ? chan.p() : nullptr;
-                    a.bias = mode ? static_cast<const float*>(w.p()) : nullptr;
-                    a.gamma = a.beta = static_cast<const float*>(w.p());
-                    a.y = y.p();
-                    a.sum = mode ? s.p() : nullptr;
-                    a.workspace = ws.p(), a.workspaceSize = wsBytes;
-                    a.n = n, a.channels = c, a.spatial = hw, a.groups = g;
-                    a.act = trtp::GroupNormAct(mode % 2);
-                    check(trtp::launchGroupNorm(dt, a, 0), "group_norm", n * c, hw);
+                    const auto skipMode = trtp::GroupNormSkip(mode);
+                    std::vector<trtp::GroupNormPlan> plans = {trtp::groupNormConfigure(dt, n, g, size, skipMode),
+                                                              trtp::groupNormPlan(dt, n, g, size, skipMode)};
+                    for (long long cs : {1, 2, 8, 16}) {
+                        trtp::GroupNormPlan p;
+                        p.chunkLen = (size + cs - 1) / cs;
+                        p.chunkLen = (p.chunkLen + 255) / 256 * 256;
+                        p.chunks = (size + p.chunkLen - 1) / p.chunkLen;
+                        p.cluster = true;
+                        const long long bytes = p.chunkLen * static_cast<long long>(es) * (mode == 1 ? 2 : 1);
+                        if (size > 0 && cs <= dev.maxCluster && bytes <= dev.smemPerBlock) plans.push_back(p);
+                    }
+                    for (const trtp::GroupNormPlan& plan : plans) {
+                        for (int inPlace = 0; inPlace < 2; ++inPlace) {
+                            trtp::GroupNormArgs a;
+                            a.x = x.p();
+                            a.skipMode = skipMode;
+                            a.skip = mode == 1 ? skip.p() : mode == 2 ? chan.p() : nullptr;
+                            a.bias = mode ? static_cast<const float*>(w.p()) : nullptr;
+                            a.gamma = a.beta = static_cast<const float*>(w.p());
+                            a.y = inPlace ? x.p() : y.p();
+                            a.sum = !mode ? nullptr : inPlace && mode == 1 ? skip.p() : s.p();
+                            a.workspace = ws.p(), a.workspaceSize = wsBytes;
+                            a.n = n, a.channels = c, a.spatial = hw, a.groups = g;
+                            a.act = trtp::GroupNormAct(mode % 2);
+                            a.plan = plan;
+                            trtp::GroupNormPlan ran;
+                            check(trtp::launchGroupNorm(dt, a, 0, &ran), plan.cluster ? "group_norm cluster" : "group_norm",
+                                  n * c, hw);
+                            if (total && (ran.cluster != plan.cluster || ran.chunks != plan.chunks)) {
+                                std::printf("FAIL group_norm: plan (%lld, %lld, %d) ran as (%lld, %lld, %d)\n",
+                                            (long long)plan.chunks, (long long)plan.chunkLen, int(plan.cluster),
+                                            (long long)ran.chunks, (long long)ran.chunkLen, int(ran.cluster));
+                                ++failures;
+                            }
+                        }
+                    }
                 }
             }
         }
