@@ -72,8 +72,10 @@ int currentDevice() noexcept {
 
 std::shared_ptr<const DeviceWeights> DeviceWeights::upload(const HostWeights& arrays) {
     std::shared_ptr<DeviceWeights> w(new DeviceWeights());
+    constexpr size_t kAlign = 4; // floats: every array starts 16-byte aligned (the kernels' vector loads)
+    auto padded = [](size_t n) { return (n + kAlign - 1) / kAlign * kAlign; };
     size_t total = 0;
-    for (const auto* a : arrays) total += a->size();
+    for (const auto* a : arrays) total += padded(a->size());
     cudaError_t err = cudaGetDevice(&w->mDevice);
     if (err != cudaSuccess) fail("no CUDA device for the weights: %s", cudaGetErrorString(err));
     if (total) {
@@ -90,7 +92,7 @@ std::shared_ptr<const DeviceWeights> DeviceWeights::upload(const HostWeights& ar
         err = cudaMemcpy(w->mBase + offset, a->data(), a->size() * sizeof(float), cudaMemcpyHostToDevice);
         if (err != cudaSuccess) fail("cudaMemcpy of weights to device %d failed: %s", w->mDevice, cudaGetErrorString(err));
         w->mPtrs.push_back(w->mBase + offset);
-        offset += a->size();
+        offset += padded(a->size());
     }
     return w;
 }

@@ -585,6 +585,10 @@ GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSi
     p.chunkLen = chunkLenFor(groupSize, chunks);
     p.chunks = ceilDiv(groupSize, p.chunkLen);
     if (dev.maxCluster < 1 || dev.sms < 1 || dev.smemPerBlock < 1 || total > int64_t(INT32_MAX) / kMaxCluster) return p;
+    // H200 sweep of every plan (RESULTS.md, History): clusters beat the two launches only for FP32 with
+    // many groups (8x640x64x64: 69 vs 55% of copy); with SD's 64 groups, or 16-bit, every CTA of the
+    // single wave loads, waits on its cluster and stores at once, and the two launches were faster.
+    if (dt != DType::kFloat32 || total < 256) return p;
     const GroupNormPlan c = clusterPlan(dt, total, groupSize, skip, dev);
     const int64_t busy = dev.sms < total * p.chunks ? dev.sms : total * p.chunks;
     return c.cluster && total * c.chunks >= busy ? c : p;

@@ -41,6 +41,12 @@ def h(request, torch):
 
 
 @pytest.fixture(scope="session")
+def host_cost_log() -> Path:
+    """Where host-cost measurements are appended: beside the GPU summary."""
+    return summary_path().with_name("enqueue_host_us.txt")
+
+
+@pytest.fixture(scope="session")
 def record():
     """record(op, variant, dtype, shape, err, ratio): err = max|out - ref| / scale, ratio = max of
     |out - ref| / bound (must be <= 1)."""

@@ -143,8 +143,7 @@ SD_SHAPES = [(2, 320, 64, 64), (2, 640, 32, 32), (8, 640, 64, 64), (2, 320, 128,
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SD_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_group_norm_sd_shapes(torch, record, shape, dtype):
-    """Every plan (two launches, clusters of 1..16 that fit, the plugin's) at the SD shapes; on sm_90+
-    the plugin's plan is a cluster plan."""
+    """Every plan (two launches, clusters of 1..16 that fit, the plugin's) at the SD shapes."""
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"gnsd{shape}{dtype}".encode()))
     dt = tdtype(torch, dtype)
     size = shape[1] // 32 * shape[2] * shape[3]
@@ -154,7 +153,8 @@ def test_group_norm_sd_shapes(torch, record, shape, dtype):
         inputs = make(torch, gen, shape, dt, variant)
         ry, rs = ref_of(*inputs, 32, act)
         chosen = kernels.group_norm_plan(shape[0], 32, size, dtype, skip_mode(shape, inputs[1]))
-        assert chosen[2] == has_clusters(torch), f"the plugin's plan {chosen}"
+        # clusters where the H200 sweep measured them faster: FP32 with >= 256 groups
+        assert chosen[2] == (has_clusters(torch) and dtype == "float32" and shape[0] * 32 >= 256), chosen
         for plan in plans(shape, 32, dtype, inputs[1]) + [None]:
             y, s = run_kernel(torch, dt, shape, inputs, 32, act, with_sum, plan=plan)
             name = f"{variant}:{tag(plan or chosen)}"

@@ -185,11 +185,9 @@ HOST_COST = {  # op: (fields, input shapes, outputs)
 
 
 @pytest.mark.parametrize("op", list(HOST_COST))
-def test_enqueue_host_cost(h, torch, op):
+def test_enqueue_host_cost(h, torch, host_cost_log, op):
     """What one enqueue costs the enqueuing thread (no GPU wait), written next to the GPU summary:
     launch only, the kernel variant and its grid having been chosen when configured."""
-    from conftest import summary_path
-
     fields, shapes, n_out = HOST_COST[op]
     p = h.create_from(op, **fields)
     inputs = [tensor(torch, s, "float16", i) for i, s in enumerate(shapes)]
@@ -200,5 +198,5 @@ def test_enqueue_host_cost(h, torch, op):
     us = p.enqueue_host_us(types, all_shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream)
     torch.cuda.synchronize()
     assert 0 < us < 1000, us
-    with open(summary_path().with_name("enqueue_host_us.txt"), "a") as f:
+    with open(host_cost_log, "a") as f:
         f.write(f"{op} trt{h.major} v{h.api} fp16 {shapes}: {us:.2f} us per enqueue (host)\n")
