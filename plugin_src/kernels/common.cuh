@@ -117,7 +117,7 @@ __device__ __forceinline__ float blockSum(float v, float* red) {
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // A 1-D grid of `blocks`, capped at the x-dimension limit (kernels then stride over the rest).
 inline unsigned gridFor(int64_t blocks) {

@@ -282,10 +282,10 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
 }
 
 constexpr int vecOf(int es) { return 16 / es; }
-constexpr int64_t ceilDivC(int64_t a, int64_t b) { return (a + b - 1) / b; }
+constexpr int elemSize(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 
 // Threads per row of a block-path variant (a multiple of 32).
-constexpr int64_t blockThreads(int64_t packs, int nv) { return ceilDivC(ceilDivC(packs > 0 ? packs : 1, nv), 32) * 32; }
+constexpr int64_t blockThreads(int64_t packs, int nv) { return ceilDiv(ceilDiv(packs > 0 ? packs : 1, nv), 32) * 32; }
 
 // The first variant index whose packs per thread are >= nv.
 constexpr int nvAtLeast(int64_t nv) {
@@ -316,7 +316,7 @@ constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, 
     const int64_t packs = hidden / vecOf(es);
     int32_t v = fallback;
     if (packs <= 96 && (es == 2 || packs <= 128)) {
-        v = encode(true, true, nvAtLeast(ceilDivC(packs, 32)), es == 2 && !skip);
+        v = encode(true, true, nvAtLeast(ceilDiv(packs, 32)), es == 2 && !skip);
     } else if (es == 2) {
         if (hidden > 8192) v = hidden % 8 ? encode(true, false, nvAtLeast(4)) : fallback;
         else if (skip) v = encode(true, false, nvAtLeast(4));
@@ -348,8 +348,7 @@ constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip) {
 template <class T> constexpr bool kBf16 = sizeof(T) == 2 && !std::is_same_v<T, __half>;
 
 bool feasible(int32_t v, DType dt, Norm norm, bool skip, int64_t hidden) {
-    const int es = dt == DType::kFloat32 ? 4 : 2;
-    return fits(v, es, hidden) && built(v, es, dt == DType::kBFloat16, norm, skip);
+    return fits(v, elemSize(dt), hidden) && built(v, elemSize(dt), dt == DType::kBFloat16, norm, skip);
 }
 
 // Calls f(kernel, threads per block, rows per block) for variant v's kernel.
@@ -409,8 +408,6 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
         return 0;
     return sms * perSm;
 }
-
-int elemSize(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 
 } // namespace
 

@@ -287,11 +287,18 @@ TH_EXPORT size_t th_workspace(void* p, int nbIn, int nbOut, const int* types, co
     return H(p)->v2->getWorkspaceSize(d.data(), nbIn, d.data() + nbIn, nbOut);
 }
 
+namespace {
+int enqueueWith(void* p, const std::vector<PluginTensorDesc>& d, int nbIn, void** inputs, void** outputs,
+                void* workspace, void* stream) {
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (H(p)->v3) return H(p)->runtime()->enqueue(d.data(), d.data() + nbIn, inputs, outputs, workspace, s);
+    return H(p)->v2->enqueue(d.data(), d.data() + nbIn, inputs, outputs, workspace, s);
+}
+} // namespace
+
 TH_EXPORT int th_enqueue(void* p, int nbIn, int nbOut, const int* types, const int64_t* dims, void** inputs,
                          void** outputs, void* workspace, void* stream) {
-    auto d = descs(nbIn + nbOut, types, dims);
-    if (H(p)->v3) return H(p)->runtime()->enqueue(d.data(), d.data() + nbIn, inputs, outputs, workspace, static_cast<cudaStream_t>(stream));
-    return H(p)->v2->enqueue(d.data(), d.data() + nbIn, inputs, outputs, workspace, static_cast<cudaStream_t>(stream));
+    return enqueueWith(p, descs(nbIn + nbOut, types, dims), nbIn, inputs, outputs, workspace, stream);
 }
 
 // Host time of one enqueue in microseconds, the median of `reps` timings of `iters` back-to-back
@@ -302,13 +309,8 @@ TH_EXPORT double th_enqueue_host_us(void* p, int nbIn, int nbOut, const int* typ
     std::vector<double> us;
     for (int r = 0; r < reps; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < iters; ++i) {
-            const int rc = H(p)->v3 ? H(p)->runtime()->enqueue(d.data(), d.data() + nbIn, inputs, outputs, workspace,
-                                                               static_cast<cudaStream_t>(stream))
-                                    : H(p)->v2->enqueue(d.data(), d.data() + nbIn, inputs, outputs, workspace,
-                                                        static_cast<cudaStream_t>(stream));
-            if (rc != 0) return -1.0;
-        }
+        for (int i = 0; i < iters; ++i)
+            if (enqueueWith(p, d, nbIn, inputs, outputs, workspace, stream) != 0) return -1.0;
         us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters);
         cudaStreamSynchronize(static_cast<cudaStream_t>(stream)); // the timed loop itself never waits
     }
