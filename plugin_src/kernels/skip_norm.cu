@@ -458,7 +458,7 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
         auto go = [&](auto kernel, unsigned threads, int perBlock) {
             int64_t grid = ceilDiv(a.rows, perBlock);
             if (isPrefetch(v)) {
-                const int32_t resident = args.maxBlocks > 0 ? args.maxBlocks : residentBlocks(kernel, threads);
+                const int32_t resident = args.maxBlocks ? args.maxBlocks : residentBlocks(kernel, threads);
                 if (resident > 0 && resident < grid) grid = resident;
             }
             return launchKernel(kernel, gridFor(grid), threads, stream, a);

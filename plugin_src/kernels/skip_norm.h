@@ -23,7 +23,8 @@ struct SkipNormArgs {
     float epsilon = 1e-5f;
     Norm norm = Norm::kLayer;
     int32_t variant = -1;        // skipNormVariant(...) chosen when configured; -1: chosen at launch
-    int32_t maxBlocks = 0;       // skipNormMaxBlocks(...) measured when configured; 0: measured at launch
+    int32_t maxBlocks = 0;       // skipNormMaxBlocks(...) measured when configured; 0: measured at launch;
+                                 // < 0: not measured (a block per row group, no query)
 };
 
 // Kernel variant for a dtype, norm, skip input or not and hidden size: a pure function (no CUDA call,

@@ -98,8 +98,11 @@ cudaError_t SkipNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, i
     }
     a.epsilon = mP.epsilon;
     a.norm = mP.norm;
-    if (dt == mVariantType && a.hidden == mVariantHidden)
-        a.variant = mVariant[a.skip != nullptr], a.maxBlocks = mMaxBlocks[a.skip != nullptr];
+    // Enqueue never queries the GPU: without a grid measured when configured, a block per row group.
+    const int k = a.skip != nullptr;
+    const bool configured = dt == mVariantType && a.hidden == mVariantHidden;
+    a.variant = configured ? mVariant[k] : -1;
+    a.maxBlocks = configured && mMaxBlocks[k] > 0 ? mMaxBlocks[k] : -1;
     return launchSkipNorm(dt, a, stream);
 }
 
