@@ -1,7 +1,7 @@
 // s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). FP32 statistics; every element of x, skip
 // and y is read or written once. A row stays in registers as this thread's 16-byte packs:
 //   warp rows:  one warp per row, several rows per block (short rows, no barrier);
-//   block rows: one block of up to 512 threads per row, one barrier per row;
+//   block rows: one block of up to 512 threads per row, a barrier per reduction;
 //   long rows (past the register budget, or pointers not 16-byte aligned): one block per row, three
 //   passes over global memory, the re-reads served by L2.
 // Rows of any length take 16-byte packs: the elements before a row's first aligned pack (head) and
@@ -12,8 +12,8 @@
 // LayerNorm takes the mean, then the centred sum of squares from registers (two reductions: exact as
 // two passes); RMSNorm one reduction. (One reduction merging per-thread (count, mean, M2), Chan et
 // al., cost more instructions than the rows have per element: 16-bit rows ran at half the speed.)
-// The variant is a pure function of dtype and hidden, chosen once when a plugin is configured; the
-// resident grid is measured then too (skipNormMaxBlocks).
+// The variant is a pure function of (dtype, norm, skip input, hidden), chosen once when a plugin is
+// configured; a prefetching variant's resident grid is measured then too (skipNormMaxBlocks).
 // y and sum may alias x or skip (same shape): each thread loads a row before it stores any of it.
 #include "common.cuh"
 #include "skip_norm.h"
