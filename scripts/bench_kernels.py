@@ -349,8 +349,7 @@ def norm_kind(op):
 
 
 def sweep_group_norm(args):
-    """Every GroupNorm plan at each GN point (ours only; two launches with PDL on and off, clusters):
-    which one the plugin picks, which is best."""
+    """Every GroupNorm plan at each GN point (ours only): which one the plugin picks, which is best."""
     out = []
     for op in [o for o in args.ops if o in GN_OPS]:
         for dname in args.dtypes:

@@ -69,13 +69,13 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.trtp_skip_norm_candidates.restype = i
     z = ctypes.c_size_t
     pll, pi = ctypes.POINTER(ll), ctypes.POINTER(i)
-    lib.trtp_group_norm.argtypes = [i, p, p, i, p, p, p, p, p, p, z, ll, ll, ll, ll, f, i, ll, ll, i, i, pll, p]
+    lib.trtp_group_norm.argtypes = [i, p, p, i, p, p, p, p, p, p, z, ll, ll, ll, ll, f, i, ll, ll, i, pll, p]
     lib.trtp_group_norm.restype = i
-    lib.trtp_group_norm_plan.argtypes = [i, ll, ll, ll, i, pi, pll]
+    lib.trtp_group_norm_plan.argtypes = [i, ll, ll, ll, i, pi, pll, pll, pi]
     lib.trtp_group_norm_plan.restype = None
-    lib.trtp_group_norm_configure.argtypes = [i, ll, ll, ll, i, pll]
+    lib.trtp_group_norm_configure.argtypes = [i, ll, ll, ll, i, pll, pll, pi]
     lib.trtp_group_norm_configure.restype = None
-    lib.trtp_group_norm_device.argtypes = [pi, pi, pi, pi, pi]
+    lib.trtp_group_norm_device.argtypes = [pi, pi, pi, pi]
     lib.trtp_group_norm_device.restype = None
     lib.trtp_group_norm_workspace.argtypes = [ll, ll]
     lib.trtp_group_norm_workspace.restype = z
@@ -148,66 +148,63 @@ def skip_norm_candidates(dtype, norm: str, skip: bool, hidden: int) -> list[int]
 
 def raw_group_norm(dtype, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int, sum_out: int,
                    workspace: int, workspace_size: int, n: int, channels: int, spatial: int, groups: int,
-                   epsilon: float, activation, stream: int = 0, plan: tuple = (0, 0)) -> tuple[int, int, bool, bool]:
-    """Launches GroupNorm; returns the plan that ran (chunks, chunk_len, cluster, pdl). plan: one to
-    force, (chunks, chunk_len[, cluster[, pdl]]) (pdl where this GPU has none: runs without); chunks 0:
-    the plugin's (group_norm_plan)."""
-    if not 2 <= len(plan) <= 4:
-        raise ValueError(f"plan must be (chunks, chunk_len[, cluster[, pdl]]); got {plan!r}")
-    chunks, chunk_len, cluster, pdl = (*plan, False, False)[:4]
-    ran = (ctypes.c_longlong * 4)()
+                   epsilon: float, activation, stream: int = 0, plan: tuple = (0, 0, False)) -> tuple[int, int, bool]:
+    """Launches GroupNorm; returns the plan that ran (chunks, chunk_len, cluster). plan: one to force,
+    (chunks, chunk_len) or (chunks, chunk_len, cluster); chunks 0: the plugin's (group_norm_plan)."""
+    chunks, chunk_len, cluster = _plan3(plan)
+    ran = (ctypes.c_longlong * 3)()
     code = load().trtp_group_norm(
         _lookup(DTYPES, dtype, "dtype"), x, skip or None, _lookup(GROUP_NORM_SKIP, skip_mode, "skip mode"),
         bias or None, gamma, beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels,
-        spatial, groups, epsilon, _lookup(GROUP_NORM_ACT_IDS, activation, "activation"), int(chunks),
-        int(chunk_len), int(bool(cluster)), int(bool(pdl)), ran, stream or None,
+        spatial, groups, epsilon, _lookup(GROUP_NORM_ACT_IDS, activation, "activation"), chunks, chunk_len,
+        int(cluster), ran, stream or None,
     )
     _check(code, "group_norm")
-    return _plan4(ran)
+    return ran[0], ran[1], bool(ran[2])
 
 
-def _plan4(v) -> tuple[int, int, bool, bool]:
-    return v[0], v[1], bool(v[2]), bool(v[3])
+def _plan3(plan: tuple) -> tuple[int, int, bool]:
+    if len(plan) not in (2, 3):
+        raise ValueError(f"plan must be (chunks, chunk_len) or (chunks, chunk_len, cluster); got {plan!r}")
+    return int(plan[0]), int(plan[1]), bool(plan[2]) if len(plan) == 3 else False
 
 
-GROUP_NORM_DEVICE_KEYS = ("sms", "smem_per_sm", "smem_per_block", "max_cluster", "pdl")  # GroupNormDevice
+GROUP_NORM_DEVICE_KEYS = ("sms", "smem_per_sm", "smem_per_block", "max_cluster")  # GroupNormDevice
 
 
 def group_norm_plan(n: int, groups: int, group_size: int, dtype="float32", skip_mode="none",
-                    device: bool | dict = True) -> tuple[int, int, bool, bool]:
-    """(chunks per group, elements per chunk, cluster, pdl): the plan the plugin picks when configured.
-    device True: on the current GPU; False: the two-launch plan without PDL (the same everywhere); a dict
-    like group_norm_device()'s: on such a GPU, without a CUDA call. cluster True: one launch, each
-    group's chunks one thread-block cluster (sm_90+); pdl True: two launches, the second with programmatic
-    dependent launch (sm_90+)."""
-    plan = (ctypes.c_longlong * 4)()
+                    device: bool | dict = True) -> tuple[int, int, bool]:
+    """(chunks per group, elements per chunk, cluster): the plan the plugin picks when configured.
+    device True: on the current GPU; False: the two-launch plan (the same everywhere); a dict like
+    group_norm_device()'s: on such a GPU, without a CUDA call. cluster True: one launch, each group's
+    chunks one thread-block cluster (sm_90+)."""
+    chunks, chunk_len, cluster = ctypes.c_longlong(), ctypes.c_longlong(), ctypes.c_int()
     head = (_lookup(DTYPES, dtype, "dtype"), n, groups, group_size, _lookup(GROUP_NORM_SKIP, skip_mode, "skip mode"))
+    outs = (ctypes.byref(chunks), ctypes.byref(chunk_len), ctypes.byref(cluster))
     if device is True:
-        load().trtp_group_norm_configure(*head, plan)
+        load().trtp_group_norm_configure(*head, *outs)
     else:
-        desc = (ctypes.c_int * 5)(*(int(device[k]) for k in GROUP_NORM_DEVICE_KEYS)) if device else None
-        load().trtp_group_norm_plan(*head, desc, plan)
-    return _plan4(plan)
+        desc = (ctypes.c_int * 4)(*(device[k] for k in GROUP_NORM_DEVICE_KEYS)) if device else None
+        load().trtp_group_norm_plan(*head, desc, *outs)
+    return chunks.value, chunk_len.value, bool(cluster.value)
 
 
 def group_norm_candidates(n: int, groups: int, group_size: int, dtype="float32", skip_mode="none") -> list[tuple]:
-    """Every plan worth forcing on the current GPU (benchmark sweeps, tests): the two launches, without
-    and (sm_90+) with PDL, then one launch with clusters of 1, 2, 4, 8, 16 CTAs whose chunks fit its
-    shared memory (none below sm_90)."""
-    two = group_norm_plan(n, groups, group_size, dtype, skip_mode, device=False)
+    """Every plan worth forcing on the current GPU (benchmark sweeps, tests): the two launches, then
+    one launch with clusters of 1, 2, 4, 8, 16 CTAs whose chunks fit its shared memory (none below sm_90)."""
+    plans = [group_norm_plan(n, groups, group_size, dtype, skip_mode, device=False)]
     dev = group_norm_device()
-    plans = [two] + ([two[:3] + (True,)] if dev["pdl"] else [])
     per_elem = (4 if _lookup(DTYPES, dtype, "dtype") == DTYPES["float32"] else 2) * (2 if skip_mode == "full" else 1)
     for size in (1, 2, 4, 8, 16):
         chunk_len = math.ceil(math.ceil(group_size / size) / 256) * 256  # a multiple of 256, as the plugin's
         if size <= dev["max_cluster"] and chunk_len * per_elem <= dev["smem_per_block"]:
-            plans.append((math.ceil(group_size / chunk_len), chunk_len, True, False))
+            plans.append((math.ceil(group_size / chunk_len), chunk_len, True))
     return list(dict.fromkeys(plans))
 
 
 def group_norm_device() -> dict[str, int]:
-    """What the GroupNorm plans know about the current GPU; max_cluster 0: no clusters, pdl 0: no
-    programmatic dependent launch (below sm_90, or the build has no sm_90+ image)."""
+    """What the GroupNorm cluster path knows about the current GPU; max_cluster 0: no clusters
+    (below sm_90, or the build has no sm_90+ image)."""
     vals = [ctypes.c_int() for _ in GROUP_NORM_DEVICE_KEYS]
     load().trtp_group_norm_device(*(ctypes.byref(v) for v in vals))
     return dict(zip(GROUP_NORM_DEVICE_KEYS, (v.value for v in vals)))
@@ -337,7 +334,7 @@ def group_norm(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, ac
     """s = x (+ bias[c]) (+ skip); y = act(GroupNorm(s) * gamma + beta) over x = N, C, spatial...
     Returns y, or (y, s) with output_sum; with return_plan, (that, the plan that ran). skip: like x
     or [N, C, 1, ...]. workspace: a CUDA uint8 tensor of at least group_norm_workspace(N, num_groups)
-    bytes (allocated when None). plan: (chunks, chunk_len[, cluster[, pdl]]) to force (None: the plugin's,
+    bytes (allocated when None). plan: (chunks, chunk_len[, cluster]) to force (None: the plugin's,
     group_norm_plan on this GPU, looked up once per shape)."""
     import torch
 
@@ -361,7 +358,7 @@ def group_norm(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, ac
     dtype = _torch_dtype_name(x)
     with torch.cuda.device(x.device):
         if plan is None:
-            plan = (0, 0)
+            plan = (0, 0, False)
             if n * c * spatial and num_groups > 0 and c % num_groups == 0:
                 plan = _device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
         ran = raw_group_norm(

@@ -10,11 +10,6 @@
 
 namespace {
 __global__ void emptyKernel() {}
-
-// A GroupNorm plan as 4 values: chunks per group, elements per chunk, cluster (0 or 1), pdl (0 or 1).
-void planOut(const trtp::GroupNormPlan& p, long long* plan) {
-    plan[0] = p.chunks, plan[1] = p.chunkLen, plan[2] = p.cluster, plan[3] = p.pdl;
-}
 } // namespace
 
 TRTP_API int trtp_bias_activation(int dtype, const void* x, const float* bias, void* y, long long rows,
@@ -52,14 +47,13 @@ TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long 
     return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, out, cap);
 }
 
-// plan_chunks / plan_chunk_len / plan_cluster / plan_pdl: a plan to force (GroupNormPlan; chunks 0: the
-// plugin's, groupNormConfigure on the current GPU; pdl where groupNormDevice() has none: run without).
-// ran (may be null): the plan that ran (planOut).
+// plan_chunks / plan_chunk_len / plan_cluster: a plan to force (GroupNormPlan; chunks 0: the plugin's,
+// groupNormConfigure on the current GPU). ran (3 values, may be null): the plan that ran.
 TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int skip_mode, const float* bias,
                              const float* gamma, const float* beta, void* y, void* sum, void* workspace,
                              size_t workspace_size, long long n, long long channels, long long spatial, long long groups,
                              float epsilon, int act, long long plan_chunks, long long plan_chunk_len, int plan_cluster,
-                             int plan_pdl, long long* ran, void* stream) {
+                             long long* ran, void* stream) {
     trtp::GroupNormArgs a;
     a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
     a.workspace = workspace, a.workspaceSize = workspace_size;
@@ -68,37 +62,38 @@ TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int ski
     a.plan.chunks = plan_chunks, a.plan.chunkLen = plan_chunk_len, a.plan.cluster = plan_cluster != 0;
     if (plan_chunks == 0 && groups > 0 && channels % groups == 0)
         a.plan = trtp::groupNormConfigure(trtp::DType(dtype), n, groups, channels / groups * spatial, a.skipMode);
-    else // what a configure does first (the cluster kernels' attributes on this GPU), and whether it has PDL
-        a.plan.pdl = trtp::groupNormDevice().pdl && plan_pdl != 0;
+    else if (a.plan.cluster)
+        trtp::groupNormDevice(); // what a configure does first: the cluster kernels' attributes on this GPU
     trtp::GroupNormPlan done;
     const cudaError_t e = trtp::launchGroupNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream), &done);
-    if (ran) planOut(done, ran);
+    if (ran) ran[0] = done.chunks, ran[1] = done.chunkLen, ran[2] = done.cluster;
     return int(e);
 }
 
-// groupNormPlan for a GPU described by `device` (sms, smem_per_sm, smem_per_block, max_cluster, pdl, as
-// trtp_group_norm_device gives them; null: no clusters, the two launches without PDL), without a CUDA
-// call. plan: 4 values (planOut).
+// groupNormPlan for a GPU described by `device` (sms, smem_per_sm, smem_per_block, max_cluster, as
+// trtp_group_norm_device gives them; null: no clusters, the two launches), without a CUDA call:
+// chunks per group, elements per chunk, cluster (0 or 1).
 TRTP_API void trtp_group_norm_plan(int dtype, long long n, long long groups, long long group_size, int skip_mode,
-                                   const int* device, long long* plan) {
+                                   const int* device, long long* chunks, long long* chunk_len, int* cluster) {
     trtp::GroupNormDevice d;
-    if (device)
-        d.sms = device[0], d.smemPerSm = device[1], d.smemPerBlock = device[2], d.maxCluster = device[3],
-        d.pdl = device[4] != 0;
-    planOut(trtp::groupNormPlan(trtp::DType(dtype), n, groups, group_size, trtp::GroupNormSkip(skip_mode), d), plan);
+    if (device) d.sms = device[0], d.smemPerSm = device[1], d.smemPerBlock = device[2], d.maxCluster = device[3];
+    const trtp::GroupNormPlan p =
+        trtp::groupNormPlan(trtp::DType(dtype), n, groups, group_size, trtp::GroupNormSkip(skip_mode), d);
+    *chunks = p.chunks, *chunk_len = p.chunkLen, *cluster = p.cluster;
 }
 
-// The plan a plugin picks when configured on the current GPU (groupNormConfigure), as trtp_group_norm_plan.
+// The plan a plugin picks when configured on the current GPU (groupNormConfigure).
 TRTP_API void trtp_group_norm_configure(int dtype, long long n, long long groups, long long group_size, int skip_mode,
-                                        long long* plan) {
-    planOut(trtp::groupNormConfigure(trtp::DType(dtype), n, groups, group_size, trtp::GroupNormSkip(skip_mode)), plan);
+                                        long long* chunks, long long* chunk_len, int* cluster) {
+    const trtp::GroupNormPlan p =
+        trtp::groupNormConfigure(trtp::DType(dtype), n, groups, group_size, trtp::GroupNormSkip(skip_mode));
+    *chunks = p.chunks, *chunk_len = p.chunkLen, *cluster = p.cluster;
 }
 
-// What the plans know about the current GPU (GroupNormDevice): max_cluster 0 = no clusters, pdl 0 or 1.
-TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_block, int* max_cluster, int* pdl) {
+// What the cluster path knows about the current GPU (GroupNormDevice): max_cluster 0 = no clusters.
+TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_block, int* max_cluster) {
     const trtp::GroupNormDevice d = trtp::groupNormDevice();
     *sms = d.sms, *smem_per_sm = d.smemPerSm, *smem_per_block = d.smemPerBlock, *max_cluster = d.maxCluster;
-    *pdl = d.pdl;
 }
 
 TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups) { return trtp::groupNormWorkspaceSize(n, groups); }

@@ -1,4 +1,4 @@
-// Private kernel helpers: dtype conversion, 16-byte packs, reductions, launch sizing and attributes (PDL).
+// Private kernel helpers: dtype conversion, 16-byte packs, reductions, launch sizing.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -205,31 +205,6 @@ inline cudaLaunchAttribute clusterAttribute(unsigned size) {
     a.val.clusterDim.y = 1;
     a.val.clusterDim.z = 1;
     return a;
-}
-
-// Programmatic dependent launch (sm_90+): a kernel launched with this attribute may start before the
-// previous kernel in its stream ends; it must waitPrerequisites() before it reads that kernel's output.
-inline cudaLaunchAttribute pdlAttribute() {
-    cudaLaunchAttribute a = {};
-    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    a.val.programmaticStreamSerializationAllowed = 1;
-    return a;
-}
-
-// PDL in device code (no-ops below sm_90). waitPrerequisites: the grids this one depends on have
-// completed and their writes are visible (returns at once without a programmatic dependency).
-// launchDependents: the dependent grid may be scheduled once every CTA of this one has called it
-// (or exited); it still waits for this grid's completion in waitPrerequisites.
-__device__ __forceinline__ void waitPrerequisites() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void launchDependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
 }
 
 template <class F> inline cudaError_t dispatchDType(DType dt, F&& f) {

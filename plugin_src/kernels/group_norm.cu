@@ -26,11 +26,6 @@
 //   No atomics, nothing to zero: the workspace is fully written by pass 1 before pass 2 reads it
 //   (same stream). y and s may alias x or skip: each thread loads an element before it stores it,
 //   and K travels through the workspace.
-//   PDL (plan.pdl: an sm_90+ GPU and image, groupNormDevice): pass 2 is launched with programmatic
-//   stream serialization and pass 1's CTAs call griddepcontrol.launch_dependents once their partials
-//   are written, so pass 2's CTAs are scheduled while pass 1 ends. Each computes its chunk's indices
-//   and loads its first packs of x (and skip: inputs pass 1 only reads), then griddepcontrol.wait
-//   (pass 1 complete, its writes visible) before it reads the workspace or stores anything.
 // Both: 16-byte packs when every pointer is aligned and spatial % pack == 0 (a pack is then inside
 // one channel), one element per access otherwise; y and s stored evict-first.
 #include "common.cuh"
@@ -203,51 +198,39 @@ struct Walk {
     }
 };
 
-// This thread's next U packs of the chunk: fetch() issues their loads (those inside the chunk: in[u];
-// q[u] the pack's channel in the group, off[u] its chunk-local offset) and advances the walk; apply()
-// converts them to s values and calls f(s, q, off) for each. Split so that a kernel can fetch before
-// it waits (normKernel).
-template <class T, int VEC, GroupNormSkip SKIP, int U> struct Packs {
-    Pack<T, VEC> x[U], skip[U];
-    bool in[U];
-    int32_t q[U], off[U];
-
-    __device__ __forceinline__ void fetch(const Gn<T>& a, const Chunk<T>& c, Walk& w) {
+// Loads this thread's next U packs (those inside the chunk: in[u]) as s values;
+// q[u]: the pack's channel in the group. Advances the walk.
+template <class T, int VEC, GroupNormSkip SKIP, int U>
+__device__ __forceinline__ void loadPacks(const Gn<T>& a, const Chunk<T>& c, Walk& w, float (&s)[U][VEC], bool (&in)[U],
+                                          int32_t (&q)[U], int32_t (&off)[U]) {
+    Pack<T, VEC> px[U], ps[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            off[u] = w.j;
-            in[u] = w.j < c.len;
-            q[u] = w.cur.q;
-            w.cur.step(w.dq, w.dr, a.spatial);
-            w.j += in[u] ? w.stride : 0; // stays < 2^31
-            if (in[u]) {
-                x[u] = load<T, VEC>(c.x + off[u]);
-                if (SKIP == GroupNormSkip::kFull) skip[u] = load<T, VEC>(c.skip + off[u]);
-            }
+    for (int u = 0; u < U; ++u) {
+        off[u] = w.j;
+        in[u] = w.j < c.len;
+        q[u] = w.cur.q;
+        w.cur.step(w.dq, w.dr, a.spatial);
+        w.j += in[u] ? w.stride : 0; // stays < 2^31
+        if (in[u]) {
+            px[u] = load<T, VEC>(c.x + off[u]);
+            if (SKIP == GroupNormSkip::kFull) ps[u] = load<T, VEC>(c.skip + off[u]);
         }
     }
-
-    template <class F> __device__ __forceinline__ void apply(const Chunk<T>& c, F& f) const {
-        float s[U][VEC];
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            if (!in[u]) continue;
-            toFloats(x[u], s[u]);
-            const float add = channelAdd<T, SKIP>(c, q[u]);
-            if constexpr (SKIP == GroupNormSkip::kFull) {
-                float k[VEC];
-                toFloats(skip[u], k);
+    for (int u = 0; u < U; ++u) {
+        if (!in[u]) continue;
+        toFloats(px[u], s[u]);
+        const float add = channelAdd<T, SKIP>(c, q[u]);
+        if constexpr (SKIP == GroupNormSkip::kFull) {
+            float k[VEC];
+            toFloats(ps[u], k);
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) s[u][e] += k[e];
-            }
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) s[u][e] += add;
+            for (int e = 0; e < VEC; ++e) s[u][e] += k[e];
         }
 #pragma unroll
-        for (int u = 0; u < U; ++u)
-            if (in[u]) f(s[u], q[u], off[u]);
+        for (int e = 0; e < VEC; ++e) s[u][e] += add;
     }
-};
+}
 
 // Calls f(s, q, off) for each of this thread's packs of the chunk: s its values (x + skip + the
 // per-channel part), q its channel in the group, off its chunk-local offset. U packs loaded at a
@@ -256,19 +239,13 @@ template <class T, int VEC, GroupNormSkip SKIP, int U = kUnroll<VEC>, class F>
 __device__ __forceinline__ void forEachPack(const Gn<T>& a, const Chunk<T>& c, F&& f) {
     Walk w(a, c, VEC);
     while (w.j < c.len) {
-        Packs<T, VEC, SKIP, U> p;
-        p.fetch(a, c, w);
-        p.apply(c, f);
-    }
-}
-
-// forEachPack from the walk on, the first U packs already fetched into p.
-template <class T, int VEC, GroupNormSkip SKIP, int U, class F>
-__device__ __forceinline__ void forEachFetched(const Gn<T>& a, const Chunk<T>& c, Walk& w, Packs<T, VEC, SKIP, U>& p, F&& f) {
-    for (;;) {
-        p.apply(c, f);
-        if (w.j >= c.len) return;
-        p.fetch(a, c, w);
+        float s[U][VEC];
+        bool in[U];
+        int32_t q[U], off[U];
+        loadPacks<T, VEC, SKIP, U>(a, c, w, s, in, q, off);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+            if (in[u]) f(s[u], q[u], off[u]);
     }
 }
 
@@ -293,12 +270,12 @@ template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds_
         a.partials[blockIdx.x] = t;
         if (c.begin == 0) a.shifts[c.group] = k;
     }
-    launchDependents(); // normKernel's CTAs may start (they wait for this grid's end before reading partials)
 }
 
-// f for forEachPack that normalizes the chunk: y = act((s - mean) * rstd * gamma + beta), and s when asked for.
-template <class T, int VEC> __device__ __forceinline__ auto normalizer(const Gn<T>& a, const Chunk<T>& c, float mean, float rstd) {
-    return [&a, &c, mean, rstd](const float (&s)[VEC], int32_t q, int32_t off) {
+// Normalizes this CTA's chunk: y = act((s - mean) * rstd * gamma + beta), and s when asked for.
+template <class T, int VEC, GroupNormSkip SKIP, int U = kUnroll<VEC>>
+__device__ __forceinline__ void normalize(const Gn<T>& a, const Chunk<T>& c, float mean, float rstd) {
+    forEachPack<T, VEC, SKIP, U>(a, c, [&](const float (&s)[VEC], int32_t q, int32_t off) {
         const float sc = rstd * __ldg(c.gamma + q), sh = c.beta ? __ldg(c.beta + q) : 0.f;
         if (c.sum) storeFloats<T, VEC>(c.sum + off, s);
         float o[VEC];
@@ -308,19 +285,13 @@ template <class T, int VEC> __device__ __forceinline__ auto normalizer(const Gn<
             if (a.act == GroupNormAct::kSilu) o[e] = __fdividef(o[e], 1.f + __expf(-o[e])); // exp overflow -> 0
         }
         storeFloats<T, VEC>(c.y + off, o);
-    };
+    });
 }
 
 template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds__(kThreads, kMinBlocks) normKernel(Gn<T> a) {
     __shared__ float red[2][32];
     __shared__ float stats[2];
     const Chunk<T> c(a, int64_t(gridDim.x) - 1 - blockIdx.x);
-    // This thread's first packs before the statistics (launched with PDL, this runs while statsKernel
-    // ends): x and skip are inputs, which statsKernel only reads.
-    Walk w(a, c, VEC);
-    Packs<T, VEC, SKIP, kUnroll<VEC>> p;
-    p.fetch(a, c, w);
-    waitPrerequisites(); // statsKernel has ended, its partials and shifts are visible
     // Merge the group's partials: s1 = sum (s - K), s2 = sum (s - K)^2 over the whole group.
     float s1 = 0.f, s2 = 0.f;
     const float2* part = a.partials + c.group * a.chunks;
@@ -339,7 +310,7 @@ template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds_
         stats[1] = rsqrtf(var + a.eps);
     }
     __syncthreads();
-    forEachFetched(a, c, w, p, normalizer<T, VEC>(a, c, stats[0], stats[1]));
+    normalize<T, VEC, SKIP>(a, c, stats[0], stats[1]);
 }
 
 // Count, mean and sum of squared deviations from the mean of some values.
@@ -445,7 +416,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) clusterKernel(Gn<T> a) {
     const float mean = __shfl_sync(0xffffffffu, m.mean, 0);
     const float var = __shfl_sync(0xffffffffu, m.m2, 0) / __shfl_sync(0xffffffffu, m.n, 0);
     auto done = cluster.barrier_arrive(); // this thread reads no other CTA's shared memory from here
-    forEachPack<T, VEC, SKIP, 1>(a, c, normalizer<T, VEC>(a, c, mean, rsqrtf(var + a.eps)));
+    normalize<T, VEC, SKIP, 1>(a, c, mean, rsqrtf(var + a.eps));
     cluster.barrier_wait(std::move(done)); // nobody reads this CTA's partial any more
 #endif
 }
@@ -485,7 +456,6 @@ struct Launch {
     unsigned grid;
     size_t smem;  // cluster CTAs' dynamic shared memory
     bool cluster; // one launch of clusterKernel (cluster size a.chunks), else the two passes
-    bool pdl;     // two passes: normKernel launched with PDL (sm_90+)
 };
 
 template <class T, int VEC, GroupNormSkip SKIP> cudaError_t launchPath(const Gn<T>& a, const Launch& l, cudaStream_t s) {
@@ -494,17 +464,15 @@ template <class T, int VEC, GroupNormSkip SKIP> cudaError_t launchPath(const Gn<
         return launchKernelWith(clusterKernel<T, VEC, SKIP>, l.grid, kThreads, l.smem, &attr, 1, s, a);
     }
     const cudaError_t e = launchKernel(statsKernel<T, VEC, SKIP>, l.grid, kThreads, s, a);
-    if (e != cudaSuccess) return e;
-    cudaLaunchAttribute attr = pdlAttribute();
-    return launchKernelWith(normKernel<T, VEC, SKIP>, l.grid, kThreads, 0, &attr, l.pdl ? 1 : 0, s, a);
+    return e != cudaSuccess ? e : launchKernel(normKernel<T, VEC, SKIP>, l.grid, kThreads, s, a);
 }
 
 // A plan the launch can run for this shape: a split of each group into chunks (the cluster's CTAs
-// within 16 and the shared memory of any GPU, no PDL; two launches' partials within the workspace bound).
+// within 16 and the shared memory of any GPU; two launches' partials within the workspace bound).
 bool planOk(const GroupNormPlan& p, DType dt, GroupNormSkip skip, int64_t totalGroups, int64_t groupSize) {
     if (p.chunks < 1 || p.chunkLen < 1 || p.chunkLen % kChunkAlign || p.chunkLen > kMaxIndex) return false;
     if (p.chunks != ceilDiv(groupSize, p.chunkLen) || totalGroups > int64_t(INT32_MAX) / p.chunks) return false;
-    if (p.cluster) return !p.pdl && p.chunks <= kMaxCluster && clusterSmem(dt, skip, p.chunkLen) <= kMaxClusterSmem;
+    if (p.cluster) return p.chunks <= kMaxCluster && clusterSmem(dt, skip, p.chunkLen) <= kMaxClusterSmem;
     return p.chunks == 1 || totalGroups * p.chunks <= kTargetCtas + totalGroups;
 }
 
@@ -556,22 +524,19 @@ bool clusterFits(DType dt, GroupNormSkip skip, const GroupNormPlan& p) {
     return succeeded(e);
 }
 
-// Whether `kernel` runs here from an sm_90+ image: not from PTX of an older architecture compiled for
-// this GPU (where clusterKernel traps and normKernel has no griddepcontrol.wait).
-template <class K> bool sm90Image(K kernel) {
-    cudaFuncAttributes fa = {};
-    return succeeded(cudaFuncGetAttributes(&fa, kernel)) && fa.binaryVersion >= 90 && (fa.ptxVersion == 0 || fa.ptxVersion >= 90);
-}
-
-// The cluster fields of an sm_90+ GPU (setting the cluster kernels' attributes there); {}: no clusters.
-GroupNormDevice clusterDevice(int dev) {
-    int clusters = 0, sms = 0, smemSm = 0, smemBlock = 0;
-    if (!succeeded(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev)) || !clusters ||
+GroupNormDevice queryDevice(int dev) {
+    int major = 0, clusters = 0, sms = 0, smemSm = 0, smemBlock = 0;
+    if (!succeeded(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) || major < 9 ||
+        !succeeded(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev)) || !clusters ||
         !succeeded(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
         !succeeded(cudaDeviceGetAttribute(&smemSm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) ||
         !succeeded(cudaDeviceGetAttribute(&smemBlock, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)))
         return {};
-    if (!sm90Image(clusterKernel<float, 4, GroupNormSkip::kNone>) || smemBlock <= kStaticSmemBound) return {};
+    // An sm_90+ image: not PTX of an older architecture compiled for this GPU (whose cluster kernel traps).
+    cudaFuncAttributes fa = {};
+    if (!succeeded(cudaFuncGetAttributes(&fa, clusterKernel<float, 4, GroupNormSkip::kNone>)) || fa.binaryVersion < 90 ||
+        (fa.ptxVersion != 0 && fa.ptxVersion < 90) || smemBlock <= kStaticSmemBound)
+        return {};
     GroupNormDevice d;
     d.sms = sms;
     d.smemPerSm = smemSm;
@@ -587,14 +552,6 @@ GroupNormDevice clusterDevice(int dev) {
         succeeded(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, maxShared));
     });
     return ok ? d : GroupNormDevice{};
-}
-
-GroupNormDevice queryDevice(int dev) {
-    int major = 0;
-    if (!succeeded(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) || major < 9) return {};
-    GroupNormDevice d = clusterDevice(dev);
-    d.pdl = sm90Image(normKernel<float, 4, GroupNormSkip::kNone>);
-    return d;
 }
 
 constexpr size_t kWsAlign = 256;
@@ -627,7 +584,6 @@ GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSi
     if (chunks > cap) chunks = cap;
     p.chunkLen = chunkLenFor(groupSize, chunks);
     p.chunks = ceilDiv(groupSize, p.chunkLen);
-    p.pdl = dev.pdl;
     if (dev.maxCluster < 1 || dev.sms < 1 || dev.smemPerBlock < 1 || total > int64_t(INT32_MAX) / kMaxCluster) return p;
     // H200 sweep of every plan (RESULTS.md, History): clusters beat the two launches only for FP32 with
     // many groups (8x640x64x64: 69 vs 55% of copy); with SD's 64 groups, or 16-bit, every CTA of the
@@ -639,12 +595,8 @@ GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSi
 }
 
 GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip) noexcept {
-    const GroupNormDevice dev = groupNormDevice();
-    const GroupNormPlan p = groupNormPlan(dt, n, groups, groupSize, skip, dev);
-    if (!p.cluster || clusterFits(dt, skip, p)) return p;
-    GroupNormDevice noClusters;
-    noClusters.pdl = dev.pdl;
-    return groupNormPlan(dt, n, groups, groupSize, skip, noClusters);
+    const GroupNormPlan p = groupNormPlan(dt, n, groups, groupSize, skip, groupNormDevice());
+    return !p.cluster || clusterFits(dt, skip, p) ? p : groupNormPlan(dt, n, groups, groupSize, skip);
 }
 
 // Partials: at most total * ceil(kTargetCtas / total) <= kTargetCtas + total (float2 each),
@@ -686,7 +638,7 @@ cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t st
         const auto run = [&](const GroupNormPlan& p) {
             a.chunks = p.chunks, a.chunkLen = p.chunkLen;
             const size_t smem = p.cluster ? size_t(clusterSmem(dt, args.skipMode, p.chunkLen)) : 0;
-            const Launch l{unsigned(total * p.chunks), smem, p.cluster, p.pdl};
+            const Launch l{unsigned(total * p.chunks), smem, p.cluster};
             return dispatchSkip(args.skipMode, [&](auto mode) {
                 constexpr GroupNormSkip kMode = decltype(mode)::value;
                 return vec ? launchPath<T, IoSize<T>::kVec, kMode>(a, l, stream) : launchPath<T, 1, kMode>(a, l, stream);

@@ -2,8 +2,7 @@
 // y = act((s - mean_g) / sqrt(var_g + eps) * gamma[c] + beta[c]); FP32 statistics.
 // Two paths (group_norm.cu): on sm_90+ one launch, each group split across the CTAs of a thread-block
 // cluster that hold their chunks in shared memory and exchange partial statistics through distributed
-// shared memory; elsewhere, and for groups a cluster cannot hold, two launches through a workspace
-// (on sm_90+ the second one launched early with programmatic dependent launch, PDL).
+// shared memory; elsewhere, and for groups a cluster cannot hold, two launches through a workspace.
 #pragma once
 #include <cuda_runtime_api.h>
 #include <cstddef>
@@ -23,33 +22,30 @@ struct GroupNormPlan {
     int64_t chunks = 0;   // CTAs per group (cluster: the cluster size, 1..16)
     int64_t chunkLen = 0; // elements per CTA (a multiple of 256; the last chunk may be shorter)
     bool cluster = false; // true: one launch, a group's CTAs form one cluster (sm_90+); false: two launches
-    bool pdl = false;     // two launches: the second with PDL (sm_90+), it starts while the first ends
 };
 
-// What the plans need to know about a GPU.
+// What the cluster path needs to know about a GPU.
 struct GroupNormDevice {
     int32_t sms = 0;          // multiprocessors
     int32_t smemPerSm = 0;    // shared memory bytes per multiprocessor
     int32_t smemPerBlock = 0; // dynamic shared memory bytes a cluster CTA may use (the opt-in, less static)
     int32_t maxCluster = 0;   // the largest cluster: 0 (no clusters), 8 (portable) or 16 (non-portable allowed)
-    bool pdl = false;         // two launches may use PDL: an sm_90+ GPU running an sm_90+ image of the kernels
 };
 
 // The current GPU, queried once per device; on a GPU with clusters it also sets the cluster kernels'
-// attributes there (shared memory opt-in, non-portable sizes). No clusters and no PDL ({}: two launches)
-// below sm_90, without an sm_90+ image of the kernels, without a device; no clusters on any error (cleared).
+// attributes there (shared memory opt-in, non-portable sizes). {} (two launches) below sm_90, without
+// an sm_90+ image of the kernels, without a device, or on any error (cleared).
 GroupNormDevice groupNormDevice() noexcept;
 
 // The plan for a shape: a pure function of its arguments. dev {}: the two-launch split (~4 CTAs per
-// H200 SM in all), with PDL where dev.pdl. With clusters: the smallest power-of-two cluster whose chunks leave room for 4 CTAs
+// H200 SM in all). With clusters: the smallest power-of-two cluster whose chunks leave room for 4 CTAs
 // per SM and that gives >= 3 CTAs per SM in all (at most 8; 16 only when 8 CTAs cannot hold a group),
 // unless a group does not fit or the clusters would keep fewer SMs busy than the two launches.
 GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip,
                             const GroupNormDevice& dev = {});
 
 // What the plugin picks when configured: groupNormPlan on groupNormDevice(), a cluster plan kept only
-// when the GPU can run one of its clusters (cudaOccupancyMaxActiveClusters), else the two launches
-// (with PDL where the device has it).
+// when the GPU can run one of its clusters (cudaOccupancyMaxActiveClusters), else the two launches.
 GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip) noexcept;
 
 // Workspace bytes for every shape with at most n * groups groups (any group size): what
@@ -73,13 +69,11 @@ struct GroupNormArgs {
     GroupNormSkip skipMode = GroupNormSkip::kNone;
     GroupNormAct act = GroupNormAct::kNone;
     GroupNormPlan plan = {};      // groupNormConfigure(...) when configured; not a plan of this shape: two launches
-                                  // without PDL (a cluster plan with pdl is none)
 };
 
 // n * channels * spatial == 0 launches nothing. Returns the launch status (never aborts);
 // cudaErrorInvalidValue for bad arguments (channels % groups, a short workspace, ...). A cluster plan
-// whose launch fails (another device or context than configured) runs as two launches instead; a PDL
-// plan's launch error is returned. Never queries the device.
+// whose launch fails (another device or context than configured) runs as two launches instead.
 // `ran`: receives the plan that ran (tests, benchmarks).
 cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran = nullptr);
 

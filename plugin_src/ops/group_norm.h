@@ -37,7 +37,7 @@ private:
     // How a skip input of these dims (nullptr: none) is added to x of `spatial` elements per channel.
     static GroupNormSkip skipMode(const nvinfer1::Dims* skip, int64_t spatial);
     Params mP;
-    // The plan chosen when configured (groupNormConfigure: path, split, PDL), for that shape.
+    // The plan chosen when configured (groupNormConfigure: path and split), for that shape.
     struct PlanKey {
         DType dt = DType::kFloat32;
         int64_t n = -1, spatial = -1;

@@ -114,12 +114,11 @@ int main() {
     // GroupNorm: (n, c, spatial, groups) incl. an empty batch, 1 element per group, one group, odd
     // spatial sizes and groups split into chunks (ragged last chunks); skip none / like x / per (n, c);
     // bias, sum, SiLU; out of place and in place (y over x, the sum over the skip); each through the
-    // plan the plugin picks, the two launches (and with PDL, sm_90+), and clusters of 1, 2, 8 and 16 CTAs (sm_90+)
+    // plan the plugin picks, the two launches, and clusters of 1, 2, 8 and 16 CTAs (sm_90+)
     const long long gnShapes[][4] = {{0, 8, 16, 4}, {1, 32, 1, 32}, {2, 64, 49, 1}, {2, 16, 64, 4}, {1, 8, 5000, 2},
                                      {2, 32, 4096, 8}};
     const trtp::GroupNormDevice dev = trtp::groupNormDevice();
-    std::printf("GroupNorm: %s (max cluster %d), PDL %s\n", dev.maxCluster ? "clusters" : "two launches only",
-                dev.maxCluster, dev.pdl ? "yes" : "no");
+    std::printf("GroupNorm: %s (max cluster %d)\n", dev.maxCluster ? "clusters" : "two launches only", dev.maxCluster);
     for (trtp::DType dt : dts) {
         const size_t es = elemSize(dt);
         for (const auto& sh : gnShapes) {
@@ -132,10 +131,8 @@ int main() {
                 Buf ws(wsBytes, 0);
                 for (int mode = 0; mode < 3; ++mode) {
                     const auto skipMode = trtp::GroupNormSkip(mode);
-                    trtp::GroupNormPlan two = trtp::groupNormPlan(dt, n, g, size, skipMode);
-                    std::vector<trtp::GroupNormPlan> plans = {trtp::groupNormConfigure(dt, n, g, size, skipMode), two};
-                    two.pdl = true;
-                    if (dev.pdl) plans.push_back(two);
+                    std::vector<trtp::GroupNormPlan> plans = {trtp::groupNormConfigure(dt, n, g, size, skipMode),
+                                                              trtp::groupNormPlan(dt, n, g, size, skipMode)};
                     for (long long cs : {1, 2, 8, 16}) {
                         trtp::GroupNormPlan p;
                         p.chunkLen = (size + cs - 1) / cs;
@@ -160,14 +157,12 @@ int main() {
                             a.act = trtp::GroupNormAct(mode % 2);
                             a.plan = plan;
                             trtp::GroupNormPlan ran;
-                            check(trtp::launchGroupNorm(dt, a, 0, &ran),
-                                  plan.cluster ? "group_norm cluster" : plan.pdl ? "group_norm pdl" : "group_norm",
+                            check(trtp::launchGroupNorm(dt, a, 0, &ran), plan.cluster ? "group_norm cluster" : "group_norm",
                                   n * c, hw);
-                            if (total && (ran.cluster != plan.cluster || ran.chunks != plan.chunks || ran.pdl != plan.pdl)) {
-                                std::printf("FAIL group_norm: plan (%lld, %lld, %d, %d) ran as (%lld, %lld, %d, %d)\n",
+                            if (total && (ran.cluster != plan.cluster || ran.chunks != plan.chunks)) {
+                                std::printf("FAIL group_norm: plan (%lld, %lld, %d) ran as (%lld, %lld, %d)\n",
                                             (long long)plan.chunks, (long long)plan.chunkLen, int(plan.cluster),
-                                            int(plan.pdl), (long long)ran.chunks, (long long)ran.chunkLen,
-                                            int(ran.cluster), int(ran.pdl));
+                                            (long long)ran.chunks, (long long)ran.chunkLen, int(ran.cluster));
                                 ++failures;
                             }
                         }

@@ -1,9 +1,8 @@
 """GroupNorm (issue 16 item 1) on the GPU: the bare kernel against trtplugins.reference over a shape
 grid (SD shapes, 1 element per group, num_groups 1 and = C, odd spatial sizes, rank 3 and 5, a
 zero batch), every fused variant, values near the FP16 limit, NaN confined to its group, unaligned
-pointers, in place; each through both paths, forced: the two launches (without and, sm_90+, with
-programmatic dependent launch), and one launch with thread-block clusters of 1, 2, 4, 8 and 16 CTAs
-(sm_90+; kernels.group_norm_candidates); the plan
+pointers, in place; each through both paths, forced: the two launches, and one launch with
+thread-block clusters of 1, 2, 4, 8 and 16 CTAs (sm_90+; kernels.group_norm_candidates); the plan
 the plugin picks on this GPU; and the plugin's enqueue (both majors, both interfaces, with the
 workspace getWorkspaceSize asks for) bit-identical to the bare kernel.
 
@@ -13,7 +12,7 @@ over chunks, merged in a fixed order; clusters: per-thread two-pass mean and M2,
 fixed order: FP32 rounding of ~10^5-term statistics stays ~1e-6 relative either way.
 
 GPU-side selections: `-k "group_norm_kernel or sd_shapes"` (both paths, every plan), `-k cluster`
-(the cluster-only checks), `-k pdl` (PDL on and off), `-k plugin` (enqueue == bare kernel).
+(the cluster-only checks), `-k plugin` (enqueue == bare kernel).
 """
 
 from __future__ import annotations
@@ -94,35 +93,30 @@ def skip_mode(shape, skip):
 
 
 def plans(shape, groups, dtype, skip=None):
-    """Every plan to force for a shape on this GPU: the two launches (with PDL: sm_90+), clusters of 1..16 CTAs."""
+    """Every plan to force for a shape on this GPU: the two launches, clusters of 1..16 CTAs."""
     if 0 in shape:
-        return [(0, 0, False, False)]
+        return [(0, 0, False)]
     size = shape[1] // groups * int(np.prod(shape[2:]))
     return kernels.group_norm_candidates(shape[0], groups, size, dtype, skip_mode(shape, skip))
 
 
 def tag(plan):
-    return "cluster" if plan[2] else "two-launch+pdl" if plan[3] else "two-launch"
-
-
-def has(torch, key):
-    """Whether this GPU runs the cluster path (key "max_cluster") or PDL ("pdl"); on sm_90+ it must (the
-    build holds an sm_90+ image)."""
-    yes = kernels.group_norm_device()[key] > 0
-    assert yes == (torch.cuda.get_device_capability()[0] >= 9), kernels.group_norm_device()
-    return yes
+    return "cluster" if plan[2] else "two-launch"
 
 
 def has_clusters(torch):
-    return has(torch, "max_cluster")
+    """Whether this GPU runs the cluster path; on sm_90+ it must (the build holds an sm_90+ image)."""
+    yes = kernels.group_norm_device()["max_cluster"] > 0
+    assert yes == (torch.cuda.get_device_capability()[0] >= 9), kernels.group_norm_device()
+    return yes
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_group_norm_kernel(torch, record, variant, dtype):
-    """The shape grid through the plugin's plan and every other plan, forced (two launches without and
-    with PDL, clusters of 1..16 CTAs; the plan that ran is checked)."""
+    """The shape grid through the plugin's plan and every other plan, forced (two launches, clusters
+    of 1..16 CTAs; the plan that ran is checked)."""
     _, _, _, silu, with_sum = VARIANTS[variant]
     act = "silu" if silu else "none"
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"gn{variant}{dtype}".encode()))
@@ -149,8 +143,7 @@ SD_SHAPES = [(2, 320, 64, 64), (2, 640, 32, 32), (8, 640, 64, 64), (2, 320, 128,
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SD_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_group_norm_sd_shapes(torch, record, shape, dtype):
-    """Every plan (two launches without and with PDL, clusters of 1..16 that fit, the plugin's) at the SD
-    shapes."""
+    """Every plan (two launches, clusters of 1..16 that fit, the plugin's) at the SD shapes."""
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"gnsd{shape}{dtype}".encode()))
     dt = tdtype(torch, dtype)
     size = shape[1] // 32 * shape[2] * shape[3]
@@ -162,7 +155,6 @@ def test_group_norm_sd_shapes(torch, record, shape, dtype):
         chosen = kernels.group_norm_plan(shape[0], 32, size, dtype, skip_mode(shape, inputs[1]))
         # clusters where the H200 sweep measured them faster: FP32 with >= 256 groups
         assert chosen[2] == (has_clusters(torch) and dtype == "float32" and shape[0] * 32 >= 256), chosen
-        assert chosen[3] == (has(torch, "pdl") and not chosen[2]), chosen  # two launches: PDL on sm_90+
         for plan in plans(shape, 32, dtype, inputs[1]) + [None]:
             y, s = run_kernel(torch, dt, shape, inputs, 32, act, with_sum, plan=plan)
             name = f"{variant}:{tag(plan or chosen)}"
@@ -171,55 +163,6 @@ def test_group_norm_sd_shapes(torch, record, shape, dtype):
                 check(record, "group_norm sd", f"{name}:sum", dtype, shape + (str(plan or chosen),), s, rs)
         del inputs, ry, rs
         torch.cuda.empty_cache()
-
-
-@pytest.mark.gpu
-def test_group_norm_pdl_plans(torch):
-    """The two launches are candidates without and (sm_90+) with PDL, at every SD shape."""
-    pdl = has(torch, "pdl")
-    for shape in SD_SHAPES:
-        size = shape[1] // 32 * shape[2] * shape[3]
-        for dtype in DTYPES:
-            for mode in ("none", "full", "per_channel"):
-                two = kernels.group_norm_plan(shape[0], 32, size, dtype, mode, device=False)
-                got = [p for p in kernels.group_norm_candidates(shape[0], 32, size, dtype, mode) if not p[2]]
-                assert got == [two] + ([two[:3] + (True,)] if pdl else []), (shape, dtype, mode, got)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_group_norm_pdl_chain(torch, dtype):
-    """20 GroupNorms back to back on one stream, each in place on the last one's output, all through
-    one workspace (a normKernel reading partials before its statsKernel ended, or a statsKernel
-    overwriting those a normKernel still reads, would show): with PDL bit-identical to without, run
-    eagerly and replayed as a CUDA graph."""
-    if not has(torch, "pdl"):
-        pytest.skip("no PDL on this GPU")
-    gen = torch.Generator(device="cuda").manual_seed(31)
-    dt = tdtype(torch, dtype)
-    shape, groups = (2, 320, 64, 64), 32
-    x0, _, gamma, beta, _ = make(torch, gen, shape, dt, "gamma+beta")
-    two = kernels.group_norm_plan(2, groups, 10 * 64 * 64, dtype, device=False)
-    ws = torch.empty(kernels.group_norm_workspace(2, groups), dtype=torch.uint8, device="cuda")
-
-    def chain(x, plan):
-        for _ in range(20):
-            kernels.group_norm(x, num_groups=groups, gamma=gamma, beta=beta, activation="silu", out=x, workspace=ws,
-                               plan=plan)
-        return x
-
-    want = chain(x0.clone(), two)
-    got = chain(x0.clone(), two[:3] + (True,))
-    torch.cuda.synchronize()
-    assert torch.isfinite(want).all() and torch.equal(got, want), "PDL chain differs from the one without"
-    x = x0.clone()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        chain(x, two[:3] + (True,))
-    x.copy_(x0)
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(x, want), "PDL chain in a CUDA graph differs"
 
 
 @pytest.mark.gpu
@@ -266,19 +209,17 @@ def test_group_norm_cluster_plan_without_clusters_runs_two_launches(torch, recor
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_group_norm_forced_splits(torch, record, dtype):
     """The same result for any split of the groups into chunks: one CTA per group, the plugin's
-    split, many small chunks (the partials merge in a fixed order), each with PDL on sm_90+, clusters
-    of 3, 5 and 16 CTAs."""
+    split, many small chunks (the partials merge in a fixed order), clusters of 3, 5 and 16 CTAs."""
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"split{dtype}".encode()))
     dt = tdtype(torch, dtype)
     shape, groups = (2, 64, 32, 32), 4  # groups of 16384 elements
     inputs = make(torch, gen, shape, dt, "temb+bias+silu+sum")
     ry, rs = ref_of(*inputs, groups, "silu")
     size = 64 // groups * 32 * 32
-    two = [(1, size, False, False), kernels.group_norm_plan(2, groups, size, dtype, "per_channel", device=False),
-           (64, 256, False, False)]
-    forced = two + ([p[:3] + (True,) for p in two] if has(torch, "pdl") else [])
+    forced = [(1, size, False), kernels.group_norm_plan(2, groups, size, dtype, "per_channel", device=False),
+              (64, 256, False)]
     if has_clusters(torch):
-        forced += [(3, 5632, True, False), (5, 3328, True, False), (16, 1024, True, False), (1, size, True, False)]
+        forced += [(3, 5632, True), (5, 3328, True), (16, 1024, True), (1, size, True)]
     for plan in forced + [None]:
         y, s = run_kernel(torch, dt, shape, inputs, groups, "silu", True, plan=plan)
         check(record, "group_norm", f"plan {plan}", dtype, shape, y, ry)
@@ -365,15 +306,12 @@ def test_group_norm_bad_arguments_return_errors(torch):
         with pytest.raises(kernels.KernelError, match="CUDA error"):
             raw(**bad)
     assert kernels.load().trtp_group_norm(0, p, None, 0, None, g.data_ptr(), None, p, None, ws.data_ptr(), ws.numel(),
-                                          2, 8, 16, 4, 1e-5, 7, 0, 0, 0, 0, None, None) != 0  # unknown activation
+                                          2, 8, 16, 4, 1e-5, 7, 0, 0, 0, None, None) != 0  # unknown activation
     raw(n=0)  # nothing to do
     two = kernels.group_norm_plan(2, 4, 32, device=False)
-    # plans that are no split of these groups, or a cluster with PDL: the two launches run (without PDL)
-    for bad in ((3, 100), (3, 100, True), (32, 1, True), (17, 256, True), (2, 256, True), (1, 1 << 40, True),
-                (1, 256, True, True), (3, 100, False, True)):
+    # plans that are no split of these groups: the two launches run
+    for bad in ((3, 100), (3, 100, True), (32, 1, True), (17, 256, True), (2, 256, True), (1, 1 << 40, True)):
         assert raw(plan=bad) == two, bad
-    # PDL forced: it runs where this GPU has it (sm_90+), else without
-    assert raw(plan=two[:3] + (True,)) == two[:3] + (bool(kernels.group_norm_device()["pdl"]),)
     # a cluster of 17 CTAs (a split of a group of 17 x 256, but beyond 16): the two launches run
     x17 = torch.randn(1, 17, 256, device="cuda")
     g17 = torch.ones(17, device="cuda")
