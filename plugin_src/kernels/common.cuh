@@ -115,47 +115,6 @@ __device__ __forceinline__ float blockSum(float v, float* red) {
     return t;
 }
 
-// sm_90+ bulk asynchronous copies (TMA) into shared memory, completed on an mbarrier.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ uint32_t smemAddr(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-
-__device__ __forceinline__ void barInit(uint64_t* bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smemAddr(bar)), "r"(count) : "memory");
-}
-
-// Makes initialized barriers visible to the async proxy (the copy engine).
-__device__ __forceinline__ void barInitFence() {
-    asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" ::: "memory");
-}
-
-// Orders this thread's earlier generic accesses of shared memory before later bulk copies into it.
-__device__ __forceinline__ void asyncProxyFence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-
-// Arrives on `bar`, which then also waits for `bytes` of copies.
-__device__ __forceinline__ void barExpect(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smemAddr(bar)), "r"(bytes) : "memory");
-}
-
-// bytes (a multiple of 16; both addresses 16-byte aligned) from global to shared memory.
-__device__ __forceinline__ void bulkLoad(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smemAddr(dst)),
-                 "l"(src), "r"(bytes), "r"(smemAddr(bar))
-                 : "memory");
-}
-
-// Waits until the phase of `bar` with this parity has completed.
-__device__ __forceinline__ void barWait(uint64_t* bar, uint32_t parity) {
-    uint32_t done = 0;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done)
-                     : "r"(smemAddr(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-#endif
-
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 constexpr int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

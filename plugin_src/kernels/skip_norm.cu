@@ -9,10 +9,6 @@
 // Prefetching variants run a grid of the blocks that fit on the GPU at once; each loads its next row
 // into registers before reducing the current one, so the loads of one row hide the reductions and
 // stores of the last.
-// Ring variants (sm_90+, rows of whole 16-byte packs): a resident grid, each block streams its rows
-// into a ring of shared-memory stages with bulk asynchronous copies (TMA) several rows ahead of the
-// one it reduces, and reads the row from shared memory in each pass: no row in registers, so the
-// rows in flight per SM are bounded by shared memory, not by registers.
 // LayerNorm takes the mean, then the centred sum of squares from registers (two reductions: exact as
 // two passes); RMSNorm one reduction. (One reduction merging per-thread (count, mean, M2), Chan et
 // al., cost more instructions than the rows have per element: 16-bit rows ran at half the speed.)
@@ -22,7 +18,6 @@
 #include "common.cuh"
 #include "skip_norm.h"
 
-#include <algorithm>
 #include <type_traits>
 
 namespace trtp {
@@ -38,27 +33,14 @@ constexpr int kNvs[] = {1, 2, 3, 4, 6, 8}; // packs per thread, by variant index
 constexpr int kNumNv = 6;
 constexpr int kLong = 15;         // variant index of the long-row path
 
-// Ring variants: threads per block and the shared-memory budget of a block (its weights and stages;
-// 220 KB: one block per H200 SM, 110 KB: two, ...), by variant index.
-struct RingCfg {
-    int threads, budget;
-};
-constexpr RingCfg kRings[] = {{256, 110 << 10}, {512, 110 << 10}, {256, 72 << 10},
-                              {512, 220 << 10}, {256, 54 << 10},  {128, 54 << 10}};
-constexpr int kNumRing = 6;
-constexpr int kRingMaxStages = 8;
-constexpr int kRingBarBytes = 128; // the stages' mbarriers, at the start of dynamic shared memory
-constexpr int kRingSmemMax = (220 << 10) + kRingBarBytes;
-
-// variant = index into kNvs (or kLong, or kRings) | flags
-enum : int32_t { kWarpBit = 16, kRingBit = 32, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
+// variant = index into kNvs (or kLong) | flags
+enum : int32_t { kWarpBit = 16, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
 constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false) {
     return nv | (warp ? kWarpBit : 0) | (vec ? kVecBit : 0) | (prefetch ? kPrefetchBit : 0);
 }
 constexpr bool isVec(int32_t v) { return v & kVecBit; }
 constexpr bool isWarp(int32_t v) { return v & kWarpBit; }
 constexpr bool isPrefetch(int32_t v) { return v & kPrefetchBit; }
-constexpr bool isRing(int32_t v) { return v & kRingBit; }
 constexpr int nvIndex(int32_t v) { return v & 15; }
 
 template <class T> struct Row {
@@ -299,126 +281,6 @@ template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongTh
     }
 }
 
-// N FP32 values from shared memory, 16 bytes at a time.
-template <int N> __device__ __forceinline__ void shared16(const float* p, float (&v)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; i += 4) {
-        const float4 q = reinterpret_cast<const float4*>(p)[i / 4];
-        v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
-    }
-}
-
-// Ring variant (top of the file): `stages` buffers of one row (x, then skip) each; thread 0 keeps
-// stages - 1 rows of this block in flight. Rows are whole 16-byte packs at 16-byte aligned addresses.
-// With `wsm`, gamma and beta are copied once into shared memory ahead of the stages (a persistent block
-// reads them for every row; in L1 they would compete with the stages).
-template <class T, Norm NORM, bool SKIP>
-__global__ void __launch_bounds__(512) ringKernel(Row<T> a, int stages, bool wsm) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int VEC = IoSize<T>::kVec;
-    constexpr bool kLayer = NORM == Norm::kLayer;
-    extern __shared__ __align__(128) unsigned char ring[];
-    __shared__ float red[2][2][32];
-    uint64_t* bars = reinterpret_cast<uint64_t*>(ring);
-    const int hidden = int(a.hidden), packs = hidden / VEC;
-    const uint32_t rowBytes = uint32_t(hidden) * sizeof(T);
-    const int64_t first = blockIdx.x, stride = gridDim.x;
-    const int64_t count = first < a.rows ? (a.rows - 1 - first) / stride + 1 : 0; // rows of this block
-    float* w = reinterpret_cast<float*>(ring + kRingBarBytes); // gamma, then beta, with wsm
-    const int64_t stage0 = kRingBarBytes + (wsm ? 8 * a.hidden : 0);
-    auto stage = [&](int s) {
-        return reinterpret_cast<Pack<T, VEC>*>(ring + stage0 + int64_t(s) * rowBytes * (SKIP ? 2 : 1));
-    };
-    auto fetch = [&](int64_t k, int s) { // thread 0: this block's row k into stage s
-        const int64_t row = first + k * stride;
-        barExpect(bars + s, rowBytes * (SKIP ? 2 : 1));
-        bulkLoad(stage(s), a.x + row * a.hidden, rowBytes, bars + s);
-        if (SKIP) bulkLoad(stage(s) + packs, a.skipRow(row), rowBytes, bars + s);
-    };
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < stages; ++s) barInit(bars + s, 1);
-        barInitFence();
-        for (int s = 0; s < stages && s < count; ++s) fetch(s, s);
-    }
-    if (wsm) {
-        for (int i = threadIdx.x; i < hidden / 4; i += blockDim.x) {
-            reinterpret_cast<float4*>(w)[i] = __ldg(reinterpret_cast<const float4*>(a.gamma) + i);
-            reinterpret_cast<float4*>(w + hidden)[i] = a.beta ? __ldg(reinterpret_cast<const float4*>(a.beta) + i)
-                                                              : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-    }
-    const float* gamma = wsm ? w : a.gamma;
-    const float* beta = wsm ? w + hidden : a.beta;
-    __syncthreads();
-    const float invH = 1.f / float(hidden);
-    // Once every thread is past a barrier of row k, row k - 1's stage is free: refill it.
-    auto refill = [&](int64_t k, int s) {
-        if (threadIdx.x == 0 && k > 0 && k - 1 + stages < count) {
-            asyncProxyFence();
-            const int prev = s ? s - 1 : stages - 1;
-            fetch(k - 1 + stages, prev);
-        }
-    };
-    int s = 0;
-    uint32_t phase = 0;
-    for (int64_t k = 0; k < count; ++k) {
-        const int64_t base = (first + k * stride) * a.hidden;
-        const Pack<T, VEC>* px = stage(s);
-        auto sumAt = [&](int p, float (&v)[VEC]) {
-            unpack(px[p], v);
-            if constexpr (SKIP) {
-                float w[VEC];
-                unpack(px[packs + p], w);
-#pragma unroll
-                for (int i = 0; i < VEC; ++i) v[i] += w[i];
-            }
-            addWeights<VEC>(a.bias, int64_t(p) * VEC, v);
-        };
-        barWait(bars + s, phase);
-        float acc = 0.f, mean = 0.f;
-#pragma unroll 4
-        for (int p = threadIdx.x; p < packs; p += blockDim.x) {
-            float v[VEC];
-            sumAt(p, v);
-            if (a.sum) store<T, VEC>(a.sum + base + p * VEC, v);
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) acc += kLayer ? v[i] : v[i] * v[i];
-        }
-        float (*r)[32] = red[k & 1];
-        if constexpr (kLayer) { // the mean, then the centred sum of squares (exact as two passes)
-            mean = groupSum<false>(acc, r[0]) * invH;
-            refill(k, s);
-            acc = 0.f;
-#pragma unroll 4
-            for (int p = threadIdx.x; p < packs; p += blockDim.x) {
-                float v[VEC];
-                sumAt(p, v);
-#pragma unroll
-                for (int i = 0; i < VEC; ++i) acc = fmaf(v[i] - mean, v[i] - mean, acc);
-            }
-        }
-        const float rstd = rsqrtf(groupSum<false>(acc, r[1]) * invH + a.eps);
-        if constexpr (!kLayer) refill(k, s);
-#pragma unroll 4
-        for (int p = threadIdx.x; p < packs; p += blockDim.x) {
-            float v[VEC], g[VEC], b[VEC] = {}, o[VEC];
-            sumAt(p, v);
-            if (wsm) {
-                shared16(gamma + p * VEC, g);
-                shared16(beta + p * VEC, b);
-            } else {
-                loadWeights<VEC>(gamma + p * VEC, g);
-                if (beta) loadWeights<VEC>(beta + p * VEC, b);
-            }
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) o[i] = fmaf((v[i] - mean) * rstd, g[i], b[i]);
-            store<T, VEC>(a.y + base + p * VEC, o);
-        }
-        if (++s == stages) s = 0, phase ^= 1;
-    }
-#endif
-}
-
 constexpr int vecOf(int es) { return 16 / es; }
 constexpr int elemSize(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 
@@ -432,36 +294,14 @@ constexpr int nvAtLeast(int64_t nv) {
     return i;
 }
 
-// Stages of ring variant index i for rows of `hidden` elements of es bytes (with a skip input or not).
-// Weights go to shared memory when two stages still fit beside them.
-constexpr bool ringWeights(int i, int es, bool skip, int64_t hidden) {
-    return kRings[i].budget - 8 * hidden >= 2 * hidden * es * (skip ? 2 : 1);
-}
-constexpr int ringStages(int i, int es, bool skip, int64_t hidden) {
-    const int64_t n = (kRings[i].budget - (ringWeights(i, es, skip, hidden) ? 8 * hidden : 0)) /
-                      (hidden * es * (skip ? 2 : 1));
-    return int(n < kRingMaxStages ? n : kRingMaxStages);
-}
-
 // Whether variant v's shape (not whether it is built) can run rows of `hidden` elements of es bytes.
-constexpr bool fits(int32_t v, int es, bool skip, int64_t hidden) {
-    if (v < 0 || (v & ~kAllBits)) return false;
+constexpr bool fits(int32_t v, int es, int64_t hidden) {
+    if (v < 0 || (v & ~kAllBits) || (v & 32)) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
-    if (isRing(v))
-        return isVec(v) && !isWarp(v) && !isPrefetch(v) && idx < kNumRing && hidden % vw == 0 &&
-               ringStages(idx, es, skip, hidden) >= 2;
     if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && hidden % vw == 0;
     if (!isVec(v) || idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
     const int64_t packs = hidden / vw; // whole packs in any row, whatever its alignment
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
-}
-
-// The ring variant for rows of `hidden` elements of es bytes, or -1 (sm_90+; launches fall back to
-// pick(..., ring = false) where the GPU has none).
-constexpr int32_t pickRing(int es, bool bf16, Norm norm, bool skip, int64_t hidden) {
-    (void)bf16, (void)norm, (void)skip;
-    if (es == 2 && hidden >= 2048) return kRingBit | kVecBit | 0;
-    return -1;
 }
 
 // The variant for rows of `hidden` elements of es bytes (vec: 16-byte packs possible), from the H200
@@ -469,12 +309,8 @@ constexpr int32_t pickRing(int es, bool bf16, Norm norm, bool skip, int64_t hidd
 // then a block with 2-4 packs per thread (16-bit; fewer threads per row, more work each, amortize the
 // reductions), 3-8 (FP32); past 8192 16-bit elements the long-row path. Prefetching won for RMSNorm
 // (16-bit) and FP32 rows past 8192 without a skip. A variant that cannot run gives way to the long path.
-constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, bool vec, bool ring = true) {
+constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, bool vec) {
     const bool layer = norm == Norm::kLayer;
-    if (ring && vec) {
-        const int32_t r = pickRing(es, bf16, norm, skip, hidden);
-        if (r >= 0 && fits(r, es, skip, hidden)) return r;
-    }
     const int32_t fallback = encode(vec && hidden % vecOf(es) == 0, false, kLong);
     if (!vec) return fallback;
     const int64_t packs = hidden / vecOf(es);
@@ -490,7 +326,7 @@ constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, 
         const int nv = hidden <= 768 ? 3 : hidden <= 8192 ? 4 : hidden <= 12288 ? 6 : 8;
         v = encode(true, false, nvAtLeast(nv), (skip ? layer && hidden > 3072 && hidden <= 8192 : hidden > 8192));
     }
-    return fits(v, es, skip, hidden) ? v : fallback;
+    return fits(v, es, hidden) ? v : fallback;
 }
 
 #ifndef TRTPLUGINS_SWEEP
@@ -503,16 +339,16 @@ constexpr int64_t kEdges[] = {1,    128,  129,  256,  257,  384,  385,  512,  51
 // Whether this build has the kernel of variant v for (es, bf16, norm, skip): one pick() can return,
 // or with TRTPLUGINS_SWEEP every one (for bench_kernels.py --sweep). Long-row kernels always.
 constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip) {
-    if (TRTPLUGINS_SWEEP || nvIndex(v) == kLong || isRing(v)) return true;
+    if (TRTPLUGINS_SWEEP || nvIndex(v) == kLong) return true;
     for (int64_t h : kEdges)
-        if (pick(es, bf16, norm, skip, h, true) == v || pick(es, bf16, norm, skip, h, true, false) == v) return true;
+        if (pick(es, bf16, norm, skip, h, true) == v) return true;
     return false;
 }
 
 template <class T> constexpr bool kBf16 = sizeof(T) == 2 && !std::is_same_v<T, __half>;
 
 bool feasible(int32_t v, DType dt, Norm norm, bool skip, int64_t hidden) {
-    return fits(v, elemSize(dt), skip, hidden) && built(v, elemSize(dt), dt == DType::kBFloat16, norm, skip);
+    return fits(v, elemSize(dt), hidden) && built(v, elemSize(dt), dt == DType::kBFloat16, norm, skip);
 }
 
 // Calls f(kernel, threads per block, rows per block) for variant v's kernel.
@@ -564,49 +400,13 @@ template <class F> cudaError_t withKernel(DType dt, Norm norm, int32_t v, bool s
 }
 
 // Blocks of `kernel` resident on the current GPU at once (0 if the query fails).
-template <class K> int32_t residentBlocks(K kernel, unsigned threads, size_t smem = 0) {
+template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
     int dev = 0, sms = 0, perSm = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, int(threads), smem) != cudaSuccess)
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, int(threads), 0) != cudaSuccess)
         return 0;
     return sms * perSm;
-}
-
-// A ring variant's launch: threads, stages, dynamic shared memory.
-struct RingPlan {
-    unsigned threads;
-    int stages;
-    bool wsm; // weights in shared memory
-    size_t smem;
-};
-constexpr RingPlan ringPlan(int32_t v, int es, bool skip, int64_t hidden) {
-    const int i = nvIndex(v), n = ringStages(i, es, skip, hidden);
-    const bool wsm = ringWeights(i, es, skip, hidden);
-    return {unsigned(kRings[i].threads), n, wsm,
-            size_t(kRingBarBytes + (wsm ? 8 * hidden : 0) + int64_t(n) * hidden * es * (skip ? 2 : 1))};
-}
-
-// Calls f(ring kernel) for (dt, norm, skip).
-template <class T, Norm NORM, class F> cudaError_t withRing(bool skip, F&& f) {
-    return skip ? f(ringKernel<T, NORM, true>) : f(ringKernel<T, NORM, false>);
-}
-
-// Blocks of a ring kernel with p.smem bytes resident on the current GPU at once, after raising its
-// shared-memory limit; 0 where it has no sm_90+ image, the GPU lacks the shared memory, or a query fails.
-template <class K> int32_t ringBlocks(K kernel, const RingPlan& p) {
-    cudaFuncAttributes fa{};
-    int dev = 0, optin = 0;
-    if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess || fa.binaryVersion < 90 || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-        return 0;
-    const int limit = std::min(kRingSmemMax, optin - int(fa.sharedSizeBytes));
-    // All shared memory, no L1 carveout: otherwise the driver may size the carveout for fewer blocks.
-    if (int64_t(p.smem) > limit || cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limit) != cudaSuccess ||
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared)) !=
-            cudaSuccess)
-        return 0;
-    return residentBlocks(kernel, p.threads, p.smem);
 }
 
 } // namespace
@@ -617,20 +417,8 @@ int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden) {
 }
 
 int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden) {
-    if (!feasible(variant, dt, norm, skip, hidden) || !(isPrefetch(variant) || isRing(variant))) return 0;
+    if (!feasible(variant, dt, norm, skip, hidden) || !isPrefetch(variant)) return 0;
     int32_t blocks = 0;
-    if (isRing(variant)) {
-        const RingPlan p = ringPlan(variant, elemSize(dt), skip, hidden);
-        dispatchDType(dt, [&](auto tag) {
-            using T = decltype(tag);
-            auto f = [&](auto kernel) {
-                blocks = ringBlocks(kernel, p);
-                return cudaSuccess;
-            };
-            return norm == Norm::kLayer ? withRing<T, Norm::kLayer>(skip, f) : withRing<T, Norm::kRms>(skip, f);
-        });
-        return blocks;
-    }
     withKernel(dt, norm, variant, skip, hidden, [&](auto kernel, unsigned threads, int) {
         blocks = residentBlocks(kernel, threads);
         return cudaSuccess;
@@ -659,29 +447,14 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
                      (!args.bias || aligned16(args.bias)) && (!args.beta || aligned16(args.beta)) &&
                      (!args.skip || !args.skipRows || args.skipRows >= args.rows || args.hidden % vw == 0);
     const bool skip = args.skip != nullptr;
-    const bool bf16 = dt == DType::kBFloat16;
     int32_t v = args.variant;
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
-        v = pick(es, bf16, args.norm, skip, args.hidden, vec);
-    if (isRing(v) && args.maxBlocks < 0) v = pick(es, bf16, args.norm, skip, args.hidden, vec, false); // no grid measured
+        v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec);
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         const Row<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma,
                        args.beta, static_cast<T*>(args.y), static_cast<T*>(args.sum), args.rows, args.hidden,
                        args.skipRows, args.epsilon};
-        if (isRing(v)) {
-            const RingPlan p = ringPlan(v, es, skip, a.hidden);
-            auto ring = [&](auto kernel) {
-                const int32_t resident = args.maxBlocks > 0 ? args.maxBlocks : ringBlocks(kernel, p);
-                if (resident <= 0) return cudaErrorNotSupported;
-                return launchKernelWith(kernel, gridFor(std::min<int64_t>(a.rows, resident)), p.threads, p.smem, nullptr,
-                                        0, stream, a, p.stages, p.wsm);
-            };
-            const cudaError_t e = args.norm == Norm::kLayer ? withRing<T, Norm::kLayer>(skip, ring)
-                                                            : withRing<T, Norm::kRms>(skip, ring);
-            if (e != cudaErrorNotSupported) return e;
-            v = pick(es, bf16, args.norm, skip, a.hidden, vec, false); // no sm_90+ image here
-        }
         auto go = [&](auto kernel, unsigned threads, int perBlock) {
             int64_t grid = ceilDiv(a.rows, perBlock);
             if (isPrefetch(v)) {
