@@ -1,0 +1,51 @@
+"""scripts/profile_kernels.py: which benchmark points it profiles, and how it reads ncu's CSV."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import profile_kernels as pk  # noqa: E402
+
+
+def point(op, dtype, rows, hidden, ours, copy, compile=None, liger=None):
+    return {"op": op, "dtype": dtype, "rows": rows, "hidden": hidden, "ours": ours, "copy": copy,
+            "compile": compile, "liger": liger}
+
+
+def test_missed_points():
+    results = {"results": [
+        point("layer_norm", "fp16", 12288, 4096, 76e-6, 50e-6, compile=51e-6),  # 66% of copy
+        point("rms_norm", "fp32", 6144, 4096, 53e-6, 50e-6, liger=51e-6),       # 94%, 0.96x Liger
+        point("skip_rms_norm", "fp32", 6144, 4096, 50e-6, 48e-6, liger=50e-6),  # 96%, 1.00x: met
+        point("layer_norm", "fp16", 64, 4096, 3e-6, 1e-6),                      # small: not profiled
+        point("group_norm", "fp16", 640, 4096, 10e-6, 2e-6),                    # not a SkipNorm op
+    ]}
+    assert pk.missed(results) == ["layer_norm:fp16:12288x4096", "rms_norm:fp32:6144x4096"]
+
+
+@pytest.mark.parametrize("bad", ["layer_norm:fp16", "layer_norm:fp16:12x", "gelu:fp16:2x8"])
+def test_bad_point(bad):
+    with pytest.raises(SystemExit, match="bad point"):
+        pk.parse_point(bad)
+
+
+def test_reads_ncu_raw_csv():
+    header = ["ID", "Kernel Name", "gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+              "sm__warps_active.avg.pct_of_peak_sustained_active", "launch__registers_per_thread",
+              "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+              "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"]
+    quote = lambda r: ",".join(f'"{v}"' for v in r)  # noqa: E731
+    text = "\n".join(["==PROF== Disconnected", quote(header),
+                      quote(["", "", "usecond", "%", "%", "register/thread", "", ""]),
+                      quote(["0", "rowKernel<__half, 8, 2>(Row<T>)", "91.84", "40.84", "46.29", "60", "2.5", "4.1"])])
+    rows, units = pk.rows_of(text)
+    (rec,) = pk.summarize(["layer_norm:fp16:12288x4096"], rows, units)
+    assert rec["kernel"] == "rowKernel<__half, 8, 2>" and rec["us"] == pytest.approx(91.84)
+    assert rec["DRAM %"] == pytest.approx(40.84) and rec["registers"] == 60
+    assert list(rec["stalls"]) == ["long_scoreboard", "barrier"]
+    assert "| layer_norm:fp16:12288x4096 |" in pk.table([rec])
+    with pytest.raises(SystemExit, match="profiled 1 kernels for 2 points"):
+        pk.summarize(["a", "b"], rows, units)
