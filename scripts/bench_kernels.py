@@ -82,8 +82,9 @@ def rms_chain(s, w):  # HF LLaMA's RMSNorm: FP32 statistics, cast back, times th
     return (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + EPS)).to(s.dtype) * w
 
 
-def make_op(name, rows, hidden, dt, variant=-1):
-    """(ours, chain, chain_args, liger or None, bytes) for one op and shape."""
+def make_op(name, rows, hidden, dt, variant=-1, io_weights=True):
+    """(ours, chain, chain_args, liger or None, bytes) for one op and shape. io_weights: the norms
+    also get gamma/beta in the I/O dtype (exact copies, as the plugin has for a 16-bit export)."""
     if name in GATED_OPS:
         return make_gated(name, rows, hidden, dt)
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -103,8 +104,11 @@ def make_op(name, rows, hidden, dt, variant=-1):
     layer = "layer" in name
     with_sum = name == "skip_rms_norm"  # LLaMA's residual stream: the sum is the next block's input
     s_out = torch.empty_like(x) if with_sum else None
+    w32, b32 = w.float(), b.float()  # the peers' weights, exactly
+    io = io_weights and dt != torch.float32
     ours = lambda: kernels.skip_norm(x, skip, gamma=w32, beta=b32 if layer else None, norm="layer" if layer else "rms",  # noqa: E731
-                                     epsilon=EPS, output_sum=with_sum, out=y, sum_out=s_out, variant=variant)
+                                     epsilon=EPS, output_sum=with_sum, out=y, sum_out=s_out, variant=variant,
+                                     gamma_io=w if io else None, beta_io=b if io and layer else None)
     liger = None
     if layer:
         if skip is None:
@@ -391,10 +395,13 @@ def sweep(args):
                     del ours
                 chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h)
                 best = min(times, key=times.get)
+                ours = make_op(op, rows, h, dt, variant=chosen, io_weights=False)[0]
+                fp32w = graph_time(ours, nbytes * rows / 3.5e12)  # the chosen variant with FP32 weights only
+                del ours
                 out.append({"op": op, "dtype": dname, "rows": rows, "hidden": h, "copy": copy, "times": times,
-                            "chosen": chosen, "best": best})
+                            "chosen": chosen, "best": best, "chosen_fp32_weights": fp32w})
                 print(f"{op:16s} {dname} {rows:6d}x{h:<6d} chosen {chosen:3d} {copy / times[chosen] * 100:5.1f}%  "
-                      f"best {best:3d} {copy / times[best] * 100:5.1f}%  "
+                      f"(FP32 weights {copy / fp32w * 100:5.1f}%)  best {best:3d} {copy / times[best] * 100:5.1f}%  "
                       + " ".join(f"{v}:{copy / t * 100:.0f}" for v, t in sorted(times.items())), flush=True)
                 torch.cuda.empty_cache()
     return out

@@ -61,7 +61,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.trtp_bias_activation.restype = i
     lib.trtp_gated_activation.argtypes = [i, p, p, p, p, p, ll, ll, i, i, p]
     lib.trtp_gated_activation.restype = i
-    lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p]
+    lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p, p, p]
     lib.trtp_skip_norm.restype = i
     lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll]
     lib.trtp_skip_norm_variant.restype = i
@@ -124,11 +124,11 @@ def raw_gated_activation(dtype, x: int, x2: int, gate_bias: int, linear_bias: in
 
 def raw_skip_norm(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: int, sum_out: int,
                   rows: int, hidden: int, epsilon: float, norm, stream: int = 0, skip_rows: int = 0,
-                  variant: int = -1):
+                  variant: int = -1, gamma_io: int = 0, beta_io: int = 0):
     code = load().trtp_skip_norm(
         _lookup(DTYPES, dtype, "dtype"), x, skip or None, bias or None, gamma, beta or None, y,
         sum_out or None, rows, hidden, epsilon, _lookup(NORM_IDS, norm, "norm"), skip_rows, variant,
-        stream or None,
+        gamma_io or None, beta_io or None, stream or None,
     )
     _check(code, "skip_norm")
 
@@ -295,11 +295,13 @@ def gated_activation(x, x2=None, *, activation: str = "silu", gate: str = "first
 
 
 def skip_norm(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer", epsilon: float = 1e-5,
-              output_sum: bool = False, out=None, sum_out=None, variant: int = -1):
+              output_sum: bool = False, out=None, sum_out=None, variant: int = -1, gamma_io=None, beta_io=None):
     """s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). Returns y, or (y, s) with output_sum.
 
     skip is like x, or broadcasts over x's leading dims (its shape a suffix of x's, leading 1s
-    allowed). variant: a kernel variant to force (-1: the one the plugin picks)."""
+    allowed). variant: a kernel variant to force (-1: the one the plugin picks). gamma_io, beta_io:
+    gamma and beta again in x's dtype, exactly equal to the float32 ones (the kernel then reads half
+    the weight bytes)."""
     import torch
 
     hidden = x.shape[-1]
@@ -323,9 +325,20 @@ def skip_norm(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer",
             _torch_dtype_name(x), _data(x, "x"), skip_ptr,
             _weight(bias, "bias", hidden), _weight(gamma, "gamma", hidden), _weight(beta, "beta", hidden),
             _data(y, "out", x), 0 if s is None else _data(s, "sum_out", x), rows, hidden, float(epsilon),
-            norm, _stream(x), skip_rows, variant,
+            norm, _stream(x), skip_rows, variant, _io_weight(gamma_io, gamma, x), _io_weight(beta_io, beta, x),
         )
     return (y, s) if output_sum else y
+
+
+def _io_weight(t, ref, x) -> int:
+    """The pointer of a weight copy in x's dtype (its values the caller's promise: equal to ref's;
+    not compared here, which would synchronize, and break CUDA-graph capture)."""
+    if t is None:
+        return 0
+    if ref is None or t.dtype != x.dtype or t.shape != ref.shape:
+        raise ValueError(f"gamma_io/beta_io must be like gamma/beta {None if ref is None else tuple(ref.shape)} "
+                         f"in x's dtype {x.dtype}; got {tuple(t.shape)} {t.dtype}")
+    return _data(t, "gamma_io/beta_io")
 
 
 def group_norm(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activation: str = "none",

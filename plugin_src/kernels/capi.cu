@@ -30,9 +30,11 @@ TRTP_API int trtp_gated_activation(int dtype, const void* x, const void* x2, con
 
 TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const float* bias, const float* gamma,
                             const float* beta, void* y, void* sum, long long rows, long long hidden, float epsilon,
-                            int norm, long long skip_rows, int variant, void* stream) {
+                            int norm, long long skip_rows, int variant, const void* gamma_io, const void* beta_io,
+                            void* stream) {
     trtp::SkipNormArgs a;
     a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
+    a.gammaIo = gamma_io, a.betaIo = beta_io;
     a.rows = rows, a.hidden = hidden, a.epsilon = epsilon, a.norm = trtp::Norm(norm);
     a.skipRows = skip_rows, a.variant = variant;
     return int(trtp::launchSkipNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));

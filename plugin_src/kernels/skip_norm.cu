@@ -53,6 +53,8 @@ template <class T> struct Row {
     T* sum;
     int64_t rows, hidden, skipRows;
     float eps;
+    const T* gammaIo; // gamma and beta in T (exact copies) or nullptr
+    const T* betaIo;
 
     __device__ __forceinline__ const T* skipRow(int64_t row) const {
         return skip + (skipRows ? row % skipRows : row) * hidden;
@@ -208,8 +210,13 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
             const int c = sp.head + (j * tpr + t) * VEC;
             if (j * tpr + t < sp.packs) {
                 float g[VEC], b[VEC], o[VEC];
-                weightsAt<VEC>(a.gamma + c, vec4, g);
-                if (a.beta) weightsAt<VEC>(a.beta + c, vec4, b);
+                if (sizeof(T) == 2 && a.gammaIo && sp.head == 0) { // half the weight bytes of FP32
+                    unpack(load<T, VEC>(a.gammaIo + c), g);
+                    if (a.beta) unpack(load<T, VEC>(a.betaIo + c), b);
+                } else {
+                    weightsAt<VEC>(a.gamma + c, vec4, g);
+                    if (a.beta) weightsAt<VEC>(a.beta + c, vec4, b);
+                }
 #pragma unroll
                 for (int i = 0; i < VEC; ++i) o[i] = fmaf((s[j][i] - mean) * rstd, g[i], a.beta ? b[i] : 0.f);
                 store<T, VEC>(a.y + base + c, o);
@@ -442,6 +449,8 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     const int es = elemSize(dt), vw = vecOf(es);
     // Packs need 16-byte aligned pointers; a broadcast skip row starts where x's row does only when
     // rows are whole packs.
+    if (args.gammaIo && (!aligned16(args.gammaIo) || (args.beta && (!args.betaIo || !aligned16(args.betaIo)))))
+        return cudaErrorInvalidValue;
     const bool vec = aligned16(args.x) && aligned16(args.y) && aligned16(args.gamma) &&
                      (!args.skip || aligned16(args.skip)) && (!args.sum || aligned16(args.sum)) &&
                      (!args.bias || aligned16(args.bias)) && (!args.beta || aligned16(args.beta)) &&
@@ -454,7 +463,7 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
         using T = decltype(tag);
         const Row<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma,
                        args.beta, static_cast<T*>(args.y), static_cast<T*>(args.sum), args.rows, args.hidden,
-                       args.skipRows, args.epsilon};
+                       args.skipRows, args.epsilon, static_cast<const T*>(args.gammaIo), static_cast<const T*>(args.betaIo)};
         auto go = [&](auto kernel, unsigned threads, int perBlock) {
             int64_t grid = ceilDiv(a.rows, perBlock);
             if (isPrefetch(v)) {

@@ -1,13 +1,59 @@
 #include "skip_norm.h"
 
+#include <cmath>
+#include <cstring>
+
 namespace trtp {
 namespace {
 constexpr EnumName<Norm> kNorms[] = {{"layer", Norm::kLayer}, {"rms", Norm::kRms}};
+
+// The FP16 bits of v when v is exactly an FP16 value (finite).
+bool exactHalf(float v, uint16_t& h) {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    const uint16_t sign = uint16_t((b >> 16) & 0x8000u);
+    const float a = std::fabs(v);
+    if (!(a <= 65504.f)) return false;
+    if (a < 6.103515625e-05f) { // zero or subnormal: a multiple of 2^-24 below 2^-14
+        const float m = a * 16777216.f;
+        if (m != std::floor(m)) return false;
+        h = uint16_t(sign | uint16_t(m));
+        return true;
+    }
+    if (b & 0x1FFFu) return false; // more than 10 fraction bits
+    const int e = int((b >> 23) & 0xFFu) - 127;
+    h = uint16_t(sign | uint16_t((e + 15) << 10) | uint16_t((b >> 13) & 0x3FFu));
+    return true;
+}
+
+// The BF16 bits of v when v is exactly a BF16 value.
+bool exactBf16(float v, uint16_t& h) {
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    h = uint16_t(b >> 16);
+    return (b & 0xFFFFu) == 0 && std::isfinite(v);
+}
+
+// w as packed 16-bit values (two per float) when every value is exact, else empty.
+std::vector<float> packed16(const std::vector<float>& w, bool (*exact)(float, uint16_t&)) {
+    std::vector<uint16_t> h(w.size() + w.size() % 2, 0);
+    for (size_t i = 0; i < w.size(); ++i)
+        if (!exact(w[i], h[i])) return {};
+    std::vector<float> out(h.size() / 2);
+    if (!h.empty()) std::memcpy(out.data(), h.data(), h.size() * 2);
+    return out;
+}
 } // namespace
 
 SkipNormOp::SkipNormOp(Params p) : mP(std::move(p)) {
     if (!isKnown(mP.norm, kNorms)) fail("norm code %d is invalid", static_cast<int>(mP.norm));
     mP.check();
+    for (int t = 0; t < 2; ++t) {
+        auto exact = t == 0 ? exactHalf : exactBf16;
+        mIo[t][0] = packed16(mP.gamma, exact);
+        mIo[t][1] = mP.beta.empty() ? std::vector<float>{} : packed16(mP.beta, exact);
+        if (mIo[t][0].empty() || (!mP.beta.empty() && mIo[t][1].empty())) mIo[t][0].clear(), mIo[t][1].clear();
+    }
 }
 
 const OpSchema& SkipNormOp::schema() {
@@ -98,6 +144,11 @@ cudaError_t SkipNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, i
     }
     a.epsilon = mP.epsilon;
     a.norm = mP.norm;
+    if (dt != DType::kFloat32) { // exact 16-bit copies of gamma and beta, when there are
+        const size_t io = dt == DType::kFloat16 ? 3 : 5;
+        a.gammaIo = w.at(io);
+        a.betaIo = a.gammaIo ? w.at(io + 1) : nullptr;
+    }
     // Enqueue never queries the GPU: without a grid measured when configured, a block per row group.
     const int k = a.skip != nullptr;
     const bool configured = dt == mVariantType && a.hidden == mVariantHidden;

@@ -23,7 +23,9 @@ public:
     void write(Writer& w) const;
 
     int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
-    HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
+    // gamma, beta, bias (FP32), then gamma and beta in FP16 and in BF16 (two values per float) where
+    // every value is exact there (else empty): 16-bit launches read half the weight bytes.
+    HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias, &mIo[0][0], &mIo[0][1], &mIo[1][0], &mIo[1][1]}; }
     void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
     void onConfigured(DType dt, int64_t hidden);
     cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
@@ -31,6 +33,7 @@ public:
 
 private:
     Params mP;
+    std::vector<float> mIo[2][2]; // [FP16, BF16][gamma, beta], packed 16-bit values
     // The kernel variants chosen when configured (without and with a skip input), for that dtype and
     // hidden size, and their grids on the device configured.
     int32_t mVariant[2] = {-1, -1};

@@ -189,6 +189,34 @@ def test_skip_norm_every_variant(torch, record, norm, dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+@pytest.mark.parametrize("norm", ops.NORMS)
+def test_skip_norm_io_weights(torch, norm, dtype):
+    """gamma/beta also given in the I/O dtype (exact copies): every variant's output is bit-identical
+    to the FP32-weights launch (aligned rows read the 16-bit copies, misaligned rows the FP32 ones)."""
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"io{norm}{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    for (rows, h), skip_on, offset in itertools.product(((3, 8), (37, 768), (3, 4096), (2, 5121), (2, 12288),
+                                                         (1025, 4100)), (True, False), (0, 1)):
+        x = randn(torch, gen, (rows, h), dt, offset, scale=2.0, shift=3.0)
+        skip = randn(torch, gen, (rows, h), dt, offset) if skip_on else None
+        g16, b16 = randn(torch, gen, (h,), dt, scale=0.5, shift=1.0), randn(torch, gen, (h,), dt, scale=0.5)
+        g32, b32 = g16.float(), b16.float()
+        for v in kernels.skip_norm_candidates(dtype, norm, skip_on, h):
+            ref = kernels.skip_norm(x, skip, gamma=g32, beta=b32, norm=norm, output_sum=True, variant=v)
+            got = kernels.skip_norm(x, skip, gamma=g32, beta=b32, norm=norm, output_sum=True, variant=v,
+                                    gamma_io=g16, beta_io=b16)
+            rms = kernels.skip_norm(x, skip, gamma=g32, norm=norm, variant=v, gamma_io=g16)
+            ref_rms = kernels.skip_norm(x, skip, gamma=g32, norm=norm, variant=v)
+            tag = f"{norm} {dtype} ({rows}, {h}) +{offset} variant {v}{' skip' if skip_on else ''}"
+            assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1]), tag
+            assert torch.equal(rms, ref_rms), tag + " without beta"
+    with pytest.raises(ValueError, match="gamma_io"):  # a copy in another dtype
+        kernels.skip_norm(x, None, gamma=g32, norm=norm, gamma_io=g32)
+    torch.cuda.synchronize()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("norm", ops.NORMS)
 def test_skip_norm_broadcast_skip(torch, record, norm, dtype):
@@ -234,9 +262,9 @@ def test_bad_arguments_return_errors(torch):
     assert lib.trtp_bias_activation(5, x.data_ptr(), None, x.data_ptr(), 4, 8, 1, None) != 0  # bad dtype
     assert lib.trtp_bias_activation(0, x.data_ptr(), None, x.data_ptr(), 4, 8, 99, None) != 0  # bad act
     assert lib.trtp_skip_norm(0, x.data_ptr(), None, None, x.data_ptr(), None, x.data_ptr(), None, 4, 8,
-                              1e-5, 7, 0, -1, None) != 0  # bad norm
+                              1e-5, 7, 0, -1, None, None, None) != 0  # bad norm
     assert lib.trtp_skip_norm(0, x.data_ptr(), None, None, x.data_ptr(), None, x.data_ptr(), None, 4, 8,
-                              1e-5, 0, -3, -1, None) != 0  # negative skip rows
+                              1e-5, 0, -3, -1, None, None, None) != 0  # negative skip rows
     for garbage in (-7, 15, 63, 127, 1000):  # an unknown variant falls back to the chosen one
         kernels.raw_skip_norm("float32", x.data_ptr(), 0, 0, x.data_ptr(), 0, x.data_ptr(), 0, 4, 8, 1e-5,
                               "layer", variant=garbage)

@@ -100,6 +100,25 @@ def test_skip_norm_plugin(h, torch, record, dtype, norm, with_skip, output_sum, 
            dtype, shape, err, err / TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("norm,with_skip", [("layer", False), ("layer", True), ("rms", False)], ids=str)
+def test_skip_norm_plugin_exact_16bit_weights(h, torch, dtype, norm, with_skip):
+    """gamma/beta exact in FP16 and BF16 (k / 64): the plugin uploads 16-bit copies and its 16-bit
+    launches read them; the output is still bit-identical to the bare kernel's with FP32 weights."""
+    shape = (37, 4096)
+    gamma = (np.arange(4096) % 64 / 64 + 0.5).astype(np.float32)
+    beta = ((np.arange(4096) % 32 - 16) / 64).astype(np.float32)
+    x, skip = tensor(torch, shape, dtype, 6, 2.0), tensor(torch, shape, dtype, 7)
+    inputs = [x, skip] if with_skip else [x]
+    p = h.create_from("SkipNorm", norm=norm, gamma=gamma, beta=beta, epsilon=1e-5)
+    (y,) = run_plugin(torch, p, dtype, inputs, 1)
+    cu = lambda a: torch.from_numpy(a).cuda()
+    bare = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5)
+    io = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
+                           gamma_io=cu(gamma).to(x.dtype), beta_io=cu(beta).to(x.dtype))
+    assert torch.equal(y, bare) and torch.equal(io, bare), "16-bit weights changed the output"
+
+
 @pytest.mark.parametrize("dtype", list(TRT_TYPE))
 def test_skip_norm_plugin_broadcast_skip(h, torch, record, dtype):
     """x [3, 7, 64] + skip [7, 64]: the enqueue reads the skip's own descriptor."""
