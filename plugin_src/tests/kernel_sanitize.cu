@@ -63,17 +63,19 @@ int main() {
                     check(trtp::launchBiasActivation(dt, y.p(), static_cast<const float*>(bias.p()), y.p(), rows,
                                                      hidden, trtp::Activation::kGelu, 0),
                           "bias_activation in place", rows, hidden);
+                    Buf gammaIo(hidden * es, 0), betaIo(hidden * es, 0); // 16-bit copies (not read for FP32)
                     for (int norm = 0; norm < 2; ++norm) {
-                        for (int full = 0; full < 2; ++full) {
+                        for (int full = 0; full < 4; ++full) { // bit 0: skip, bias, beta, sum; bit 1: 16-bit weights
                             trtp::SkipNormArgs a;
                             a.x = x.p();
-                            a.skip = full ? skip.p() : nullptr;
-                            a.bias = full ? static_cast<const float*>(bias.p()) : nullptr;
+                            a.skip = full & 1 ? skip.p() : nullptr;
+                            a.bias = full & 1 ? static_cast<const float*>(bias.p()) : nullptr;
                             a.gamma = static_cast<const float*>(gamma.p());
-                            a.beta = full ? static_cast<const float*>(beta.p()) : nullptr;
+                            a.beta = full & 1 ? static_cast<const float*>(beta.p()) : nullptr;
                             a.y = y.p();
-                            a.sum = full ? s.p() : nullptr;
+                            a.sum = full & 1 ? s.p() : nullptr;
                             a.rows = rows, a.hidden = hidden, a.norm = trtp::Norm(norm);
+                            if (full & 2) a.gammaIo = gammaIo.p(), a.betaIo = betaIo.p();
                             check(trtp::launchSkipNorm(dt, a, 0), "skip_norm", rows, hidden);
                         }
                     }
