@@ -5,9 +5,11 @@ warp stall reasons (cycles per issued instruction). By default the large points 
 that miss a target of the kernel-speed issue (< 0.98x a peer, or < 88% of copy).
 
 One ncu process runs every point once (ncu isolates each kernel: caches flushed, clocks locked, so
-no warm-up is needed); the report is exported, then read back as CSV.
+no warm-up is needed); the report is exported, then read back as CSV. With --results each row also
+shows the benchmark's numbers; with --sweep (bench_kernels.py --sweep's sweep.json) the designs
+measured there: the variant picked, the best other variants and the picked one with FP32 weights.
 
-  python3 scripts/profile_kernels.py --results benchmarks/results.json --out benchmarks
+  python3 scripts/profile_kernels.py --results benchmarks/results.json --sweep DIR/sweep.json --out benchmarks
   python3 scripts/profile_kernels.py --points layer_norm:fp16:12288x4096 rms_norm:bf16:3072x16384 --out DIR
 """
 
@@ -35,6 +37,19 @@ COLUMNS = {  # raw metric -> table column
     "launch__grid_size": "blocks",
 }
 NORM_OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm")
+PACKS = (1, 2, 3, 4, 6, 8)  # 16-byte packs per thread by variant index (skip_norm.cu kNvs)
+
+
+def describe(v: int) -> str:
+    """A SkipNorm kernel variant (skip_norm.cu encode()) in words: path, packs per thread, prefetch."""
+    if v & 15 == 15:
+        return "long" + ("" if v & 64 else " scalar")
+    kind = "warp" if v & 16 else "block"
+    return f"{kind} x{PACKS[v & 15] if v & 15 < len(PACKS) else '?'}" + (" prefetch" if v & 128 else "")
+
+
+def key(r: dict) -> str:
+    return f"{r['op']}:{r['dtype']}:{r['rows']}x{r['hidden']}"
 
 
 def missed(results: dict) -> list[str]:
@@ -45,8 +60,32 @@ def missed(results: dict) -> list[str]:
             continue
         behind = any(r.get(p) and r[p] / r["ours"] < 0.98 for p in ("compile", "liger"))
         if behind or r["copy"] / r["ours"] < 0.88:
-            out.append(f"{r['op']}:{r['dtype']}:{r['rows']}x{r['hidden']}")
+            out.append(key(r))
     return out
+
+
+def bench_cols(r: dict | None) -> dict:
+    """The benchmark's numbers of a point: % of copy, compile and Liger time / ours."""
+    if not r:
+        return {}
+    vs = lambda p: r[p] / r["ours"] if r.get(p) else None  # noqa: E731
+    return {"% copy": 100 * r["copy"] / r["ours"], "vs compile": vs("compile"), "vs liger": vs("liger")}
+
+
+def designs(s: dict | None, others: int = 2) -> str:
+    """% of copy of the variant picked, the best `others` variants besides it, and the picked one
+    with FP32 weights (a sweep.json point)."""
+    if not s:
+        return ""
+    pct = lambda t: 100 * s["copy"] / t  # noqa: E731
+    times = {int(v): t for v, t in s["times"].items()}
+    chosen = int(s["chosen"])
+    parts = [f"picked {describe(chosen)}: {pct(times[chosen]):.0f}"] if chosen in times else []
+    rest = sorted((t, v) for v, t in times.items() if v != chosen)[:others]
+    parts += [f"{describe(v)}: {pct(t):.0f}" for t, v in rest]
+    if s.get("chosen_fp32_weights"):
+        parts.append(f"FP32 weights: {pct(s['chosen_fp32_weights']):.0f}")
+    return "; ".join(parts)
 
 
 def parse_point(p: str) -> tuple[str, str, int, int]:
@@ -109,29 +148,46 @@ def summarize(points: list[str], rows: list[dict], units: dict) -> list[dict]:
 
 
 def table(recs: list[dict]) -> str:
-    cols = ["point", "kernel"] + list(COLUMNS.values()) + ["top stalls (cycles per issued instruction)"]
+    extra = [c for c in ("% copy", "vs compile", "vs liger") if any(r.get(c) is not None for r in recs)]
+    cols = ["point"] + extra + ["kernel"] + list(COLUMNS.values()) + ["top stalls (cycles per issued instruction)"]
+    with_designs = any(r.get("designs") for r in recs)
+    cols += ["designs, % of copy (sweep)"] if with_designs else []
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in recs:
         fmt = lambda v: "" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v)  # noqa: E731
+        ratio = lambda v: "" if v is None else f"{v:.2f}x"  # noqa: E731
         stalls = ", ".join(f"{k} {v:.1f}" for k, v in r["stalls"].items())
-        lines.append("| " + " | ".join([r["point"], r["kernel"]] + [fmt(r[c]) for c in COLUMNS.values()] + [stalls]) + " |")
+        cells = [r["point"]] + [ratio(r.get(c)) if c.startswith("vs") else fmt(r.get(c)) for c in extra]
+        cells += [r["kernel"]] + [fmt(r[c]) for c in COLUMNS.values()] + [stalls]
+        cells += [r.get("designs", "")] if with_designs else []
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def read_json(path: Path, pick):
+    try:
+        return pick(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"cannot read {path}: {e}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", type=Path, help="profile the points of this results.json that miss a target")
     ap.add_argument("--points", nargs="*", default=[], help="op:dtype:ROWSxHIDDEN (fp32, fp16, bf16)")
+    ap.add_argument("--sweep", type=Path, help="bench_kernels.py --sweep's sweep.json: the designs of each point")
     ap.add_argument("--out", type=Path, default=Path("benchmarks"))
     ap.add_argument("--ncu", default="ncu")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     points = list(args.points)
+    bench, sweep = {}, {}
     if args.results:
-        try:
-            points += missed(json.loads(args.results.read_text()))
-        except (OSError, ValueError, KeyError) as e:
-            raise SystemExit(f"cannot read {args.results}: {e}")
+        results = read_json(args.results, lambda d: d["results"])
+        points += missed({"results": results})
+        bench = {key(r): r for r in results}
+    if args.sweep:  # GroupNorm entries have a shape, not rows
+        sweep = {key(r): r for r in read_json(args.sweep, lambda d: [r for r in d if "rows" in r])}
     for p in points:
         parse_point(p)
     if args.child:
@@ -147,6 +203,8 @@ def main() -> None:
     text = subprocess.run([args.ncu, "--import", str(rep), "--csv", "--page", "raw"], check=True,
                           capture_output=True, text=True).stdout
     recs = summarize(points, *rows_of(text))
+    for r in recs:
+        r.update(bench_cols(bench.get(r["point"])), designs=designs(sweep.get(r["point"])))
     (args.out / "ncu_norms.json").write_text(json.dumps(recs, indent=1))
     (args.out / "ncu_norms.md").write_text("# Nsight Compute, norm points\n\n" + table(recs) + "\n")
     print(table(recs))
