@@ -34,10 +34,12 @@ constexpr int kNumNv = 6;
 constexpr int kLong = 15;         // variant index of the long-row path
 
 // variant = index into kNvs (or kLong) | flags
-enum : int32_t { kWarpBit = 16, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
-constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false) {
-    return nv | (warp ? kWarpBit : 0) | (vec ? kVecBit : 0) | (prefetch ? kPrefetchBit : 0);
+// (kOneSyncBit: LayerNorm block rows, statistics per warp merged across warps after one barrier)
+enum : int32_t { kWarpBit = 16, kOneSyncBit = 32, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
+constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false, bool oneSync = false) {
+    return nv | (warp ? kWarpBit : 0) | (vec ? kVecBit : 0) | (prefetch ? kPrefetchBit : 0) | (oneSync ? kOneSyncBit : 0);
 }
+constexpr bool isOneSync(int32_t v) { return v & kOneSyncBit; }
 constexpr bool isVec(int32_t v) { return v & kVecBit; }
 constexpr bool isWarp(int32_t v) { return v & kWarpBit; }
 constexpr bool isPrefetch(int32_t v) { return v & kPrefetchBit; }
@@ -124,9 +126,12 @@ __device__ __forceinline__ void loadSlice(const Row<T>& a, int64_t row, int tpr,
 
 // PREFETCH: a resident grid, each row group loading its next row before it reduces this one.
 // SKIP: a.skip is set (the registers for it only when it is).
-template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP>
+// ONESYNC (LayerNorm, block rows): each warp's count, mean and centred sum of squares (two passes over
+// registers, no barrier), merged across warps after one barrier (Chan et al.) instead of two.
+template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP, bool ONESYNC = false>
 __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
     __shared__ float red[2][2][32];
+    __shared__ float4 part[ONESYNC ? 2 : 1][ONESYNC ? kMaxThreads / 32 : 1];
     const int tpr = WARP ? 32 : blockDim.x, t = WARP ? threadIdx.x & 31 : threadIdx.x;
     const int perBlock = WARP ? blockDim.x >> 5 : 1;
     const int hidden = int(a.hidden);
@@ -155,6 +160,7 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
         // s = x + skip + bias, in FP32; the sum output; this thread's partial statistics.
         float s[NV][VEC], e[2] = {0.f, 0.f};
         float acc = 0.f;
+        int count = hasHead + hasTail; // elements this thread holds (ONESYNC)
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
             const int c = sp.head + (j * tpr + t) * VEC;
@@ -173,6 +179,7 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                     for (int i = 0; i < VEC; ++i) s[j][i] += b[i];
                 }
                 if (a.sum) store<T, VEC>(a.sum + base + c, s[j]);
+                count += VEC;
 #pragma unroll
                 for (int i = 0; i < VEC; ++i) acc += NORM == Norm::kLayer ? s[j][i] : s[j][i] * s[j][i];
             } else {
@@ -189,21 +196,44 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                 acc += NORM == Norm::kLayer ? e[h] : e[h] * e[h];
             }
         }
-        float mean = 0.f;
-        if constexpr (NORM == Norm::kLayer) { // the mean, then the centred sum of squares: exact as two passes
-            mean = groupSum<WARP>(acc, red[parity][0]) * invH;
-            acc = 0.f;
+        float mean = 0.f, rstd;
+        auto centred = [&](float m) {
+            float q = 0.f;
 #pragma unroll
             for (int j = 0; j < NV; ++j) {
                 if (j * tpr + t < sp.packs) {
 #pragma unroll
-                    for (int i = 0; i < VEC; ++i) acc = fmaf(s[j][i] - mean, s[j][i] - mean, acc);
+                    for (int i = 0; i < VEC; ++i) q = fmaf(s[j][i] - m, s[j][i] - m, q);
                 }
             }
-            if (hasHead) acc = fmaf(e[0] - mean, e[0] - mean, acc);
-            if (hasTail) acc = fmaf(e[1] - mean, e[1] - mean, acc);
+            if (hasHead) q = fmaf(e[0] - m, e[0] - m, q);
+            if (hasTail) q = fmaf(e[1] - m, e[1] - m, q);
+            return q;
+        };
+        if constexpr (ONESYNC) {
+            const float n = float(__reduce_add_sync(0xffffffffu, count));
+            const float wmean = n > 0.f ? warpSum(acc) / n : 0.f;
+            const float m2 = warpSum(centred(wmean));
+            if ((threadIdx.x & 31) == 0) part[parity][threadIdx.x >> 5] = make_float4(n, wmean, m2, 0.f);
+            __syncthreads();
+            float total = 0.f, q = 0.f;
+            for (int w = 0; w < int(blockDim.x >> 5); ++w) {
+                const float4 b = part[parity][w];
+                if (b.x > 0.f) {
+                    const float both = total + b.x, d = b.y - mean;
+                    mean = fmaf(d, b.x / both, mean);
+                    q += b.z + d * d * (total * b.x / both);
+                    total = both;
+                }
+            }
+            rstd = rsqrtf(q * invH + a.eps);
+        } else {
+            if constexpr (NORM == Norm::kLayer) { // the mean, then the centred sum of squares: exact as two passes
+                mean = groupSum<WARP>(acc, red[parity][0]) * invH;
+                acc = centred(mean);
+            }
+            rstd = rsqrtf(groupSum<WARP>(acc, red[parity][1]) * invH + a.eps);
         }
-        const float rstd = rsqrtf(groupSum<WARP>(acc, red[parity][1]) * invH + a.eps);
 
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
@@ -303,9 +333,9 @@ constexpr int nvAtLeast(int64_t nv) {
 
 // Whether variant v's shape (not whether it is built) can run rows of `hidden` elements of es bytes.
 constexpr bool fits(int32_t v, int es, int64_t hidden) {
-    if (v < 0 || (v & ~kAllBits) || (v & 32)) return false;
+    if (v < 0 || (v & ~kAllBits) || (isOneSync(v) && isWarp(v))) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
-    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && hidden % vw == 0;
+    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && !isOneSync(v) && hidden % vw == 0;
     if (!isVec(v) || idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
     const int64_t packs = hidden / vw; // whole packs in any row, whatever its alignment
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
@@ -355,19 +385,21 @@ constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip) {
 template <class T> constexpr bool kBf16 = sizeof(T) == 2 && !std::is_same_v<T, __half>;
 
 bool feasible(int32_t v, DType dt, Norm norm, bool skip, int64_t hidden) {
-    return fits(v, elemSize(dt), hidden) && built(v, elemSize(dt), dt == DType::kBFloat16, norm, skip);
+    return fits(v, elemSize(dt), hidden) && (!isOneSync(v) || norm == Norm::kLayer) &&
+           built(v, elemSize(dt), dt == DType::kBFloat16, norm, skip);
 }
 
 // Calls f(kernel, threads per block, rows per block) for variant v's kernel.
 template <class T, int VEC, Norm NORM, int I, int C, class F>
 cudaError_t atCombo(int64_t hidden, F& f) {
-    constexpr bool W = C & 2, P = C & 1, S = C & 4;
+    constexpr bool W = C & 2, P = C & 1, S = C & 4, O = C & 8;
     constexpr int NV = kNvs[I];
-    if constexpr (NV * VEC > kMaxElems || !built(encode(true, W, I, P), sizeof(T), kBf16<T>, NORM, S)) {
+    if constexpr (NV * VEC > kMaxElems || (O && (W || NORM != Norm::kLayer)) ||
+                  !built(encode(true, W, I, P, O), sizeof(T), kBf16<T>, NORM, S)) {
         return cudaErrorInvalidValue;
     } else {
         const unsigned threads = W ? 32 * kWarpRows : unsigned(blockThreads(hidden / VEC, NV));
-        return f(rowKernel<T, VEC, NV, W, NORM, P, S>, threads, W ? kWarpRows : 1);
+        return f(rowKernel<T, VEC, NV, W, NORM, P, S, O>, threads, W ? kWarpRows : 1);
     }
 }
 
@@ -380,9 +412,9 @@ cudaError_t atNv(int combo, int64_t hidden, F& f, std::integer_sequence<int, C..
 
 template <class T, int VEC, Norm NORM, class F, int... I>
 cudaError_t atIndex(int32_t v, bool skip, int64_t hidden, F& f, std::integer_sequence<int, I...>) {
-    const int combo = (skip ? 4 : 0) | (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
+    const int combo = (isOneSync(v) ? 8 : 0) | (skip ? 4 : 0) | (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
     cudaError_t e = cudaErrorInvalidValue;
-    ((nvIndex(v) == I ? (e = atNv<T, VEC, NORM, I>(combo, hidden, f, std::make_integer_sequence<int, 8>{}), true)
+    ((nvIndex(v) == I ? (e = atNv<T, VEC, NORM, I>(combo, hidden, f, std::make_integer_sequence<int, 16>{}), true)
                       : false) ||
      ...);
     return e;
