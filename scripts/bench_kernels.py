@@ -388,20 +388,19 @@ def sweep(args):
             for rows, h in points(args, dt):
                 nbytes = make_op(op, 2, h, dt)[4] - make_op(op, 1, h, dt)[4]  # per row, weights excluded
                 copy = copy_time(nbytes * rows)
-                times = {}
+                times, fp32w = {}, {}  # 16-bit: with weights in the I/O dtype (what plugins run), and FP32 only
                 for v in kernels.skip_norm_candidates(kname, *norm_kind(op), h):
-                    ours = make_op(op, rows, h, dt, variant=v)[0]
-                    times[v] = graph_time(ours, nbytes * rows / 3.5e12)
-                    del ours
+                    for io, into in ((True, times), (False, fp32w)) if dname != "fp32" else ((False, times),):
+                        ours = make_op(op, rows, h, dt, variant=v, io_weights=io)[0]
+                        into[v] = graph_time(ours, nbytes * rows / 3.5e12)
+                        del ours
                 chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h)
                 best = min(times, key=times.get)
-                ours = make_op(op, rows, h, dt, variant=chosen, io_weights=False)[0]
-                fp32w = graph_time(ours, nbytes * rows / 3.5e12)  # the chosen variant with FP32 weights only
-                del ours
                 out.append({"op": op, "dtype": dname, "rows": rows, "hidden": h, "copy": copy, "times": times,
-                            "chosen": chosen, "best": best, "chosen_fp32_weights": fp32w})
+                            "chosen": chosen, "best": best, "fp32_weights": fp32w})
+                w32 = f"(FP32 weights {copy / fp32w[chosen] * 100:5.1f}%)  " if fp32w else ""
                 print(f"{op:16s} {dname} {rows:6d}x{h:<6d} chosen {chosen:3d} {copy / times[chosen] * 100:5.1f}%  "
-                      f"(FP32 weights {copy / fp32w * 100:5.1f}%)  best {best:3d} {copy / times[best] * 100:5.1f}%  "
+                      f"{w32}best {best:3d} {copy / times[best] * 100:5.1f}%  "
                       + " ".join(f"{v}:{copy / t * 100:.0f}" for v, t in sorted(times.items())), flush=True)
                 torch.cuda.empty_cache()
     return out

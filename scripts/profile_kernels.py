@@ -41,13 +41,11 @@ PACKS = (1, 2, 3, 4, 6, 8)  # 16-byte packs per thread by variant index (skip_no
 
 
 def describe(v: int) -> str:
-    """A SkipNorm kernel variant (skip_norm.cu encode()) in words: path, packs per thread, prefetch,
-    LayerNorm statistics after one barrier."""
+    """A SkipNorm kernel variant (skip_norm.cu encode()) in words: path, packs per thread, prefetch."""
     if v & 15 == 15:
         return "long" + ("" if v & 64 else " scalar")
     kind = "warp" if v & 16 else "block"
-    return (f"{kind} x{PACKS[v & 15] if v & 15 < len(PACKS) else '?'}" + (" prefetch" if v & 128 else "")
-            + (" one-barrier" if v & 32 else ""))
+    return f"{kind} x{PACKS[v & 15] if v & 15 < len(PACKS) else '?'}" + (" prefetch" if v & 128 else "")
 
 
 def key(r: dict) -> str:
@@ -85,8 +83,9 @@ def designs(s: dict | None, others: int = 2) -> str:
     parts = [f"picked {describe(chosen)}: {pct(times[chosen]):.0f}"] if chosen in times else []
     rest = sorted((t, v) for v, t in times.items() if v != chosen)[:others]
     parts += [f"{describe(v)}: {pct(t):.0f}" for t, v in rest]
-    if s.get("chosen_fp32_weights"):
-        parts.append(f"FP32 weights: {pct(s['chosen_fp32_weights']):.0f}")
+    fp32w = {int(v): t for v, t in (s.get("fp32_weights") or {}).items()}
+    if chosen in fp32w:
+        parts.append(f"picked, FP32 weights: {pct(fp32w[chosen]):.0f}")
     return "; ".join(parts)
 
 

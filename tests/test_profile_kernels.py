@@ -53,7 +53,6 @@ def test_reads_ncu_raw_csv():
 
 def test_variant_names():
     assert pk.describe(64 | 2) == "block x3" and pk.describe(64 | 16 | 128) == "warp x1 prefetch"
-    assert pk.describe(64 | 32 | 1) == "block x2 one-barrier"
     assert pk.describe(64 | 15) == "long" and pk.describe(15) == "long scalar"
 
 
@@ -63,13 +62,13 @@ def test_limits_table_joins_benchmark_and_sweep(tmp_path):
     assert cols["% copy"] == pytest.approx(62.5) and cols["vs compile"] == pytest.approx(0.65)
     assert cols["vs liger"] == pytest.approx(0.75) and pk.bench_cols(None) == {}
     s = {"op": "layer_norm", "dtype": "fp16", "rows": 12288, "hidden": 4096, "copy": 50e-6, "chosen": 66,
-         "times": {"66": 80e-6, "65": 100e-6, "67": 62.5e-6, "79": 200e-6}, "chosen_fp32_weights": 90e-6}
-    assert pk.designs(s) == "picked block x3: 62; block x4: 80; block x2: 50; FP32 weights: 56"
+         "times": {"66": 80e-6, "65": 100e-6, "67": 62.5e-6, "79": 200e-6}, "fp32_weights": {"66": 90e-6}}
+    assert pk.designs(s) == "picked block x3: 62; block x4: 80; block x2: 50; picked, FP32 weights: 56"
     rec = {"point": pk.key(r), "kernel": "rowKernel", "stalls": {"barrier": 2.0}, **cols, "designs": pk.designs(s)}
     rec.update({c: None for c in pk.COLUMNS.values()})
     text = pk.table([rec])
     assert "| % copy | vs compile | vs liger |" in text and "| 62.5 | 0.65x | 0.75x | rowKernel |" in text
-    assert text.rstrip().endswith("FP32 weights: 56 |")
+    assert text.rstrip().endswith("picked, FP32 weights: 56 |")
     bad = tmp_path / "sweep.json"
     bad.write_text("{not json")
     with pytest.raises(SystemExit, match="cannot read"):

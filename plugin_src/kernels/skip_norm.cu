@@ -18,6 +18,7 @@
 #include "common.cuh"
 #include "skip_norm.h"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace trtp {
@@ -34,12 +35,10 @@ constexpr int kNumNv = 6;
 constexpr int kLong = 15;         // variant index of the long-row path
 
 // variant = index into kNvs (or kLong) | flags
-// (kOneSyncBit: LayerNorm block rows, statistics per warp merged across warps after one barrier)
-enum : int32_t { kWarpBit = 16, kOneSyncBit = 32, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
-constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false, bool oneSync = false) {
-    return nv | (warp ? kWarpBit : 0) | (vec ? kVecBit : 0) | (prefetch ? kPrefetchBit : 0) | (oneSync ? kOneSyncBit : 0);
+enum : int32_t { kWarpBit = 16, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
+constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false) {
+    return nv | (warp ? kWarpBit : 0) | (vec ? kVecBit : 0) | (prefetch ? kPrefetchBit : 0);
 }
-constexpr bool isOneSync(int32_t v) { return v & kOneSyncBit; }
 constexpr bool isVec(int32_t v) { return v & kVecBit; }
 constexpr bool isWarp(int32_t v) { return v & kWarpBit; }
 constexpr bool isPrefetch(int32_t v) { return v & kPrefetchBit; }
@@ -126,12 +125,11 @@ __device__ __forceinline__ void loadSlice(const Row<T>& a, int64_t row, int tpr,
 
 // PREFETCH: a resident grid, each row group loading its next row before it reduces this one.
 // SKIP: a.skip is set (the registers for it only when it is).
-// ONESYNC (LayerNorm, block rows): each warp's count, mean and centred sum of squares (two passes over
-// registers, no barrier), merged across warps after one barrier (Chan et al.) instead of two.
-template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP, bool ONESYNC = false>
+// IOW: gamma/beta read from a.gammaIo/betaIo (T: half the bytes of FP32); rows are whole aligned packs.
+// (Loading them once per thread and keeping them in registers took 16-32 more registers.)
+template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP, bool IOW>
 __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
     __shared__ float red[2][2][32];
-    __shared__ float4 part[ONESYNC ? 2 : 1][ONESYNC ? kMaxThreads / 32 : 1];
     const int tpr = WARP ? 32 : blockDim.x, t = WARP ? threadIdx.x & 31 : threadIdx.x;
     const int perBlock = WARP ? blockDim.x >> 5 : 1;
     const int hidden = int(a.hidden);
@@ -160,7 +158,6 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
         // s = x + skip + bias, in FP32; the sum output; this thread's partial statistics.
         float s[NV][VEC], e[2] = {0.f, 0.f};
         float acc = 0.f;
-        int count = hasHead + hasTail; // elements this thread holds (ONESYNC)
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
             const int c = sp.head + (j * tpr + t) * VEC;
@@ -179,7 +176,6 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                     for (int i = 0; i < VEC; ++i) s[j][i] += b[i];
                 }
                 if (a.sum) store<T, VEC>(a.sum + base + c, s[j]);
-                count += VEC;
 #pragma unroll
                 for (int i = 0; i < VEC; ++i) acc += NORM == Norm::kLayer ? s[j][i] : s[j][i] * s[j][i];
             } else {
@@ -196,51 +192,28 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                 acc += NORM == Norm::kLayer ? e[h] : e[h] * e[h];
             }
         }
-        float mean = 0.f, rstd;
-        auto centred = [&](float m) {
-            float q = 0.f;
+        float mean = 0.f;
+        if constexpr (NORM == Norm::kLayer) { // the mean, then the centred sum of squares: exact as two passes
+            mean = groupSum<WARP>(acc, red[parity][0]) * invH;
+            acc = 0.f;
 #pragma unroll
             for (int j = 0; j < NV; ++j) {
                 if (j * tpr + t < sp.packs) {
 #pragma unroll
-                    for (int i = 0; i < VEC; ++i) q = fmaf(s[j][i] - m, s[j][i] - m, q);
+                    for (int i = 0; i < VEC; ++i) acc = fmaf(s[j][i] - mean, s[j][i] - mean, acc);
                 }
             }
-            if (hasHead) q = fmaf(e[0] - m, e[0] - m, q);
-            if (hasTail) q = fmaf(e[1] - m, e[1] - m, q);
-            return q;
-        };
-        if constexpr (ONESYNC) {
-            const float n = float(__reduce_add_sync(0xffffffffu, count));
-            const float wmean = n > 0.f ? warpSum(acc) / n : 0.f;
-            const float m2 = warpSum(centred(wmean));
-            if ((threadIdx.x & 31) == 0) part[parity][threadIdx.x >> 5] = make_float4(n, wmean, m2, 0.f);
-            __syncthreads();
-            float total = 0.f, q = 0.f;
-            for (int w = 0; w < int(blockDim.x >> 5); ++w) {
-                const float4 b = part[parity][w];
-                if (b.x > 0.f) {
-                    const float both = total + b.x, d = b.y - mean;
-                    mean = fmaf(d, b.x / both, mean);
-                    q += b.z + d * d * (total * b.x / both);
-                    total = both;
-                }
-            }
-            rstd = rsqrtf(q * invH + a.eps);
-        } else {
-            if constexpr (NORM == Norm::kLayer) { // the mean, then the centred sum of squares: exact as two passes
-                mean = groupSum<WARP>(acc, red[parity][0]) * invH;
-                acc = centred(mean);
-            }
-            rstd = rsqrtf(groupSum<WARP>(acc, red[parity][1]) * invH + a.eps);
+            if (hasHead) acc = fmaf(e[0] - mean, e[0] - mean, acc);
+            if (hasTail) acc = fmaf(e[1] - mean, e[1] - mean, acc);
         }
+        const float rstd = rsqrtf(groupSum<WARP>(acc, red[parity][1]) * invH + a.eps);
 
 #pragma unroll
         for (int j = 0; j < NV; ++j) {
             const int c = sp.head + (j * tpr + t) * VEC;
             if (j * tpr + t < sp.packs) {
                 float g[VEC], b[VEC], o[VEC];
-                if (sizeof(T) == 2 && a.gammaIo && sp.head == 0) { // half the weight bytes of FP32
+                if constexpr (IOW) {
                     unpack(load<T, VEC>(a.gammaIo + c), g);
                     if (a.beta) unpack(load<T, VEC>(a.betaIo + c), b);
                 } else {
@@ -333,9 +306,9 @@ constexpr int nvAtLeast(int64_t nv) {
 
 // Whether variant v's shape (not whether it is built) can run rows of `hidden` elements of es bytes.
 constexpr bool fits(int32_t v, int es, int64_t hidden) {
-    if (v < 0 || (v & ~kAllBits) || (isOneSync(v) && isWarp(v))) return false;
+    if (v < 0 || (v & ~kAllBits) || (v & 32)) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
-    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && !isOneSync(v) && hidden % vw == 0;
+    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && hidden % vw == 0;
     if (!isVec(v) || idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
     const int64_t packs = hidden / vw; // whole packs in any row, whatever its alignment
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
@@ -385,21 +358,20 @@ constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip) {
 template <class T> constexpr bool kBf16 = sizeof(T) == 2 && !std::is_same_v<T, __half>;
 
 bool feasible(int32_t v, DType dt, Norm norm, bool skip, int64_t hidden) {
-    return fits(v, elemSize(dt), hidden) && (!isOneSync(v) || norm == Norm::kLayer) &&
-           built(v, elemSize(dt), dt == DType::kBFloat16, norm, skip);
+    return fits(v, elemSize(dt), hidden) && built(v, elemSize(dt), dt == DType::kBFloat16, norm, skip);
 }
 
 // Calls f(kernel, threads per block, rows per block) for variant v's kernel.
 template <class T, int VEC, Norm NORM, int I, int C, class F>
 cudaError_t atCombo(int64_t hidden, F& f) {
-    constexpr bool W = C & 2, P = C & 1, S = C & 4, O = C & 8;
+    constexpr bool W = C & 2, P = C & 1, S = C & 4, IOW = C & 8;
     constexpr int NV = kNvs[I];
-    if constexpr (NV * VEC > kMaxElems || (O && (W || NORM != Norm::kLayer)) ||
-                  !built(encode(true, W, I, P, O), sizeof(T), kBf16<T>, NORM, S)) {
+    if constexpr (NV * VEC > kMaxElems || (IOW && sizeof(T) != 2) ||
+                  !built(encode(true, W, I, P), sizeof(T), kBf16<T>, NORM, S)) {
         return cudaErrorInvalidValue;
     } else {
         const unsigned threads = W ? 32 * kWarpRows : unsigned(blockThreads(hidden / VEC, NV));
-        return f(rowKernel<T, VEC, NV, W, NORM, P, S, O>, threads, W ? kWarpRows : 1);
+        return f(rowKernel<T, VEC, NV, W, NORM, P, S, IOW>, threads, W ? kWarpRows : 1);
     }
 }
 
@@ -411,8 +383,8 @@ cudaError_t atNv(int combo, int64_t hidden, F& f, std::integer_sequence<int, C..
 }
 
 template <class T, int VEC, Norm NORM, class F, int... I>
-cudaError_t atIndex(int32_t v, bool skip, int64_t hidden, F& f, std::integer_sequence<int, I...>) {
-    const int combo = (isOneSync(v) ? 8 : 0) | (skip ? 4 : 0) | (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
+cudaError_t atIndex(int32_t v, bool skip, bool iow, int64_t hidden, F& f, std::integer_sequence<int, I...>) {
+    const int combo = (iow ? 8 : 0) | (skip ? 4 : 0) | (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
     cudaError_t e = cudaErrorInvalidValue;
     ((nvIndex(v) == I ? (e = atNv<T, VEC, NORM, I>(combo, hidden, f, std::make_integer_sequence<int, 16>{}), true)
                       : false) ||
@@ -420,21 +392,22 @@ cudaError_t atIndex(int32_t v, bool skip, int64_t hidden, F& f, std::integer_seq
     return e;
 }
 
-// Calls f(kernel, threads, rows per block) for the kernel of a feasible variant v (with a skip input or not).
-template <class T, Norm NORM, class F> cudaError_t withKernel(int32_t v, bool skip, int64_t hidden, F&& f) {
+// Calls f(kernel, threads, rows per block) for the kernel of a feasible variant v (with a skip input or
+// not; iow: weights in T, rows whole aligned packs).
+template <class T, Norm NORM, class F> cudaError_t withKernel(int32_t v, bool skip, bool iow, int64_t hidden, F&& f) {
     constexpr int VEC = IoSize<T>::kVec;
     if (nvIndex(v) == kLong) {
         return isVec(v) ? f(longRowKernel<T, VEC, NORM>, unsigned(kLongThreads), 1)
                         : f(longRowKernel<T, 1, NORM>, unsigned(kLongThreads), 1);
     }
-    return atIndex<T, VEC, NORM>(v, skip, hidden, f, std::make_integer_sequence<int, kNumNv>{});
+    return atIndex<T, VEC, NORM>(v, skip, iow, hidden, f, std::make_integer_sequence<int, kNumNv>{});
 }
 
-template <class F> cudaError_t withKernel(DType dt, Norm norm, int32_t v, bool skip, int64_t hidden, F&& f) {
+template <class F> cudaError_t withKernel(DType dt, Norm norm, int32_t v, bool skip, bool iow, int64_t hidden, F&& f) {
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
-        return norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, hidden, f)
-                                    : withKernel<T, Norm::kRms>(v, skip, hidden, f);
+        return norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, iow, hidden, f)
+                                    : withKernel<T, Norm::kRms>(v, skip, iow, hidden, f);
     });
 }
 
@@ -457,11 +430,15 @@ int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden) {
 
 int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden) {
     if (!feasible(variant, dt, norm, skip, hidden) || !isPrefetch(variant)) return 0;
-    int32_t blocks = 0;
-    withKernel(dt, norm, variant, skip, hidden, [&](auto kernel, unsigned threads, int) {
-        blocks = residentBlocks(kernel, threads);
-        return cudaSuccess;
-    });
+    int32_t blocks = 0; // with 16-bit weights or not, the fewer (a launch may run either)
+    for (bool iow : {false, true}) {
+        if (iow && dt == DType::kFloat32) break;
+        withKernel(dt, norm, variant, skip, iow, hidden, [&](auto kernel, unsigned threads, int) {
+            const int32_t n = residentBlocks(kernel, threads);
+            blocks = iow && blocks ? std::min(blocks, n) : n;
+            return cudaSuccess;
+        });
+    }
     return blocks;
 }
 
@@ -491,6 +468,8 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     int32_t v = args.variant;
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
         v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec);
+    // 16-bit weight copies serve rows that are whole aligned packs (every row, when the first is)
+    const bool iow = args.gammaIo && es == 2 && isVec(v) && nvIndex(v) != kLong && args.hidden % vw == 0;
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         const Row<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma,
@@ -504,8 +483,8 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
             }
             return launchKernel(kernel, gridFor(grid), threads, stream, a);
         };
-        return args.norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, args.hidden, go)
-                                         : withKernel<T, Norm::kRms>(v, skip, args.hidden, go);
+        return args.norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, iow, args.hidden, go)
+                                         : withKernel<T, Norm::kRms>(v, skip, iow, args.hidden, go);
     });
 }
 
