@@ -312,7 +312,8 @@ def bench(args):
                 ours, chain, cargs, liger, nbytes = make_group_norm(op, shape, dt) if shape else make_op(op, rows, h, dt)
                 est = nbytes / 3.5e12 + 3e-6
                 rec = {"op": op, "dtype": dname, "rows": rows, "hidden": h, "bytes": nbytes,
-                       "variant": kernels.skip_norm_variant(KNAME[dname], *norm_kind(op), h) if op in NORM_OPS else None}
+                       "variant": kernels.skip_norm_variant(KNAME[dname], *norm_kind(op), h, dname != "fp32")
+                       if op in NORM_OPS else None}
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
                     rec["variant"] = kernels.group_norm_plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h, KNAME[dname])
@@ -394,7 +395,7 @@ def sweep(args):
                         ours = make_op(op, rows, h, dt, variant=v, io_weights=io)[0]
                         into[v] = graph_time(ours, nbytes * rows / 3.5e12)
                         del ours
-                chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h)
+                chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h, dname != "fp32")
                 best = min(times, key=times.get)
                 out.append({"op": op, "dtype": dname, "rows": rows, "hidden": h, "copy": copy, "times": times,
                             "chosen": chosen, "best": best, "fp32_weights": fp32w})

@@ -63,7 +63,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.trtp_gated_activation.restype = i
     lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p, p, p]
     lib.trtp_skip_norm.restype = i
-    lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll]
+    lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll, i]
     lib.trtp_skip_norm_variant.restype = i
     lib.trtp_skip_norm_candidates.argtypes = [i, i, i, ll, ctypes.POINTER(i), i]
     lib.trtp_skip_norm_candidates.restype = i
@@ -133,9 +133,11 @@ def raw_skip_norm(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y:
     _check(code, "skip_norm")
 
 
-def skip_norm_variant(dtype, norm: str, skip: bool, hidden: int) -> int:
-    """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured."""
-    return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip, hidden)
+def skip_norm_variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False) -> int:
+    """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
+    io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io)."""
+    return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip, hidden,
+                                         io_weights)
 
 
 def skip_norm_candidates(dtype, norm: str, skip: bool, hidden: int) -> list[int]:

@@ -41,8 +41,8 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
 }
 
 // The variant a plugin picks for (dtype, norm, skip input, hidden); -1 for hidden < 1.
-TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden) {
-    return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden);
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights) {
+    return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0);
 }
 
 TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long hidden, int* out, int cap) {

@@ -314,18 +314,37 @@ constexpr bool fits(int32_t v, int es, int64_t hidden) {
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
 }
 
-// The variant for rows of `hidden` elements of es bytes (vec: 16-byte packs possible), from the H200
-// sweep of every variant (bench_kernels.py --sweep; RESULTS.md, History): short rows a warp each;
-// then a block with 2-4 packs per thread (16-bit; fewer threads per row, more work each, amortize the
-// reductions), 3-8 (FP32); past 8192 16-bit elements the long-row path. Prefetching won for RMSNorm
+// The variant for rows of `hidden` elements of es bytes (vec: 16-byte packs possible; io: gamma/beta
+// in the 16-bit I/O dtype, rows whole packs), from the H200 sweeps of every variant (bench_kernels.py
+// --sweep; RESULTS.md, History): short rows a warp each; then a block with 2-4 packs per thread
+// (16-bit; fewer threads per row, more work each, amortize the reductions), 3-8 (FP32); past 8192
+// 16-bit elements the long-row path, or 3-4 packs with 16-bit weights. Prefetching won for RMSNorm
 // (16-bit) and FP32 rows past 8192 without a skip. A variant that cannot run gives way to the long path.
-constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, bool vec) {
+constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
+    const int64_t packs = hidden / 8;
+    if (packs <= 96) {
+        const int nv = nvAtLeast(ceilDiv(packs, 32));
+        return packs > 64 && !layer && !skip ? encode(true, false, nvAtLeast(3)) : encode(true, true, nv, packs <= 64 && !skip);
+    }
+    if (hidden > 12288) return encode(true, false, nvAtLeast(4));
+    if (hidden > 8192) return skip ? encode(true, false, nvAtLeast(3)) : encode(true, false, kLong);
+    if (skip) return encode(true, false, nvAtLeast(bf16 ? 4 : 2));
+    if (layer) return encode(true, false, nvAtLeast(hidden <= 3072 || hidden > 6144 ? 2 : 4));
+    if (hidden <= 2048 || hidden > 6144) return encode(true, false, nvAtLeast(2));
+    if (hidden <= 3072) return encode(true, false, nvAtLeast(3));
+    if (hidden <= 4096) return encode(true, false, nvAtLeast(bf16 ? 2 : 4));
+    return bf16 ? encode(true, false, nvAtLeast(4), true) : encode(true, false, nvAtLeast(3));
+}
+
+constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, bool vec, bool io = false) {
     const bool layer = norm == Norm::kLayer;
     const int32_t fallback = encode(vec && hidden % vecOf(es) == 0, false, kLong);
     if (!vec) return fallback;
     const int64_t packs = hidden / vecOf(es);
     int32_t v = fallback;
-    if (packs <= 96 && (es == 2 || packs <= 128)) {
+    if (io && es == 2 && hidden % 8 == 0) {
+        v = pickIo(bf16, layer, skip, hidden);
+    } else if (packs <= 96 && (es == 2 || packs <= 128)) {
         v = encode(true, true, nvAtLeast(ceilDiv(packs, 32)), es == 2 && !skip);
     } else if (es == 2) {
         if (hidden > 8192) v = hidden % 8 ? encode(true, false, nvAtLeast(4)) : fallback;
@@ -343,15 +362,16 @@ constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, 
 #define TRTPLUGINS_SWEEP 0
 #endif
 // Row lengths at which pick() changes its answer (either side of each boundary).
-constexpr int64_t kEdges[] = {1,    128,  129,  256,  257,  384,  385,  512,  513,   768,   769,   3071, 3072,
-                              3073, 6144, 6145, 8192, 8193, 12288, 12289, 16384, 16385, 16392, 1 << 20};
+constexpr int64_t kEdges[] = {1,    128,  129,   256,   257,   384,   384 + 8, 512,   512 + 8, 768,   768 + 8, 2048,
+                              2056, 3071, 3072,  3073,  3080,  4096,    4104,  6144,    6145,  6152,  8192,    8193,
+                              8200, 12288, 12289, 12296, 16384, 16385, 16392, 1 << 20};
 
 // Whether this build has the kernel of variant v for (es, bf16, norm, skip): one pick() can return,
 // or with TRTPLUGINS_SWEEP every one (for bench_kernels.py --sweep). Long-row kernels always.
 constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip) {
     if (TRTPLUGINS_SWEEP || nvIndex(v) == kLong) return true;
     for (int64_t h : kEdges)
-        if (pick(es, bf16, norm, skip, h, true) == v) return true;
+        if (pick(es, bf16, norm, skip, h, true) == v || pick(es, bf16, norm, skip, h, true, true) == v) return true;
     return false;
 }
 
@@ -423,9 +443,9 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
 
 } // namespace
 
-int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden) {
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights) {
     if (hidden < 1) return -1;
-    return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true);
+    return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true, ioWeights);
 }
 
 int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden) {
@@ -465,11 +485,12 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
                      (!args.bias || aligned16(args.bias)) && (!args.beta || aligned16(args.beta)) &&
                      (!args.skip || !args.skipRows || args.skipRows >= args.rows || args.hidden % vw == 0);
     const bool skip = args.skip != nullptr;
+    // 16-bit weight copies serve rows that are whole aligned packs (every row, when the first is)
+    const bool io = args.gammaIo && es == 2 && vec && args.hidden % vw == 0;
     int32_t v = args.variant;
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
-        v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec);
-    // 16-bit weight copies serve rows that are whole aligned packs (every row, when the first is)
-    const bool iow = args.gammaIo && es == 2 && isVec(v) && nvIndex(v) != kLong && args.hidden % vw == 0;
+        v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec, io);
+    const bool iow = io && isVec(v) && nvIndex(v) != kLong;
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         const Row<T> a{static_cast<const T*>(args.x), static_cast<const T*>(args.skip), args.bias, args.gamma,

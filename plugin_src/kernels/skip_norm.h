@@ -29,9 +29,10 @@ struct SkipNormArgs {
                                  // < 0: not measured (a block per row group, no query)
 };
 
-// Kernel variant for a dtype, norm, skip input or not and hidden size: a pure function (no CUDA call,
-// no allocation), so a plugin chooses it when it is configured and enqueue only launches.
-int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden);
+// Kernel variant for a dtype, norm, skip input or not, hidden size and whether launches give 16-bit
+// weight copies (gammaIo): a pure function (no CUDA call, no allocation), so a plugin chooses it when
+// it is configured and enqueue only launches.
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false);
 
 // Blocks of the variant's kernel that fit on the current GPU at once (an occupancy query: call it
 // when configured, not per launch); 0 for variants that run one block per row group.

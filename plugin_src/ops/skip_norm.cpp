@@ -119,7 +119,8 @@ void SkipNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
 
 void SkipNormOp::onConfigured(DType dt, int64_t hidden) {
     for (int skip = 0; skip < 2; ++skip) {
-        mVariant[skip] = skipNormVariant(dt, mP.norm, skip, hidden);
+        const bool io = dt != DType::kFloat32 && !mIo[dt == DType::kFloat16 ? 0 : 1][0].empty();
+        mVariant[skip] = skipNormVariant(dt, mP.norm, skip, hidden, io);
         mMaxBlocks[skip] = skipNormMaxBlocks(dt, mP.norm, skip, mVariant[skip], hidden);
     }
     mVariantType = dt;

@@ -113,7 +113,9 @@ def test_skip_norm_plugin_exact_16bit_weights(h, torch, dtype, norm, with_skip):
     p = h.create_from("SkipNorm", norm=norm, gamma=gamma, beta=beta, epsilon=1e-5)
     (y,) = run_plugin(torch, p, dtype, inputs, 1)
     cu = lambda a: torch.from_numpy(a).cuda()
-    bare = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5)
+    v = kernels.skip_norm_variant(dtype, norm, with_skip, 4096, io_weights=True)  # what the plugin picked
+    bare = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
+                             variant=v)
     io = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
                            gamma_io=cu(gamma).to(x.dtype), beta_io=cu(beta).to(x.dtype))
     assert torch.equal(y, bare) and torch.equal(io, bare), "16-bit weights changed the output"
