@@ -29,7 +29,7 @@ STALL = "smsp__average_warps_issue_stalled_"
 STALL_END = "_per_issue_active.ratio"
 COLUMNS = {  # raw metric -> table column
     "gpu__time_duration.sum": "us",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
     "sm__maximum_warps_per_active_cycle_pct": "occupancy % (theory)",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy % (achieved)",
     "launch__registers_per_thread": "registers",
@@ -72,14 +72,14 @@ def bench_cols(r: dict | None) -> dict:
     return {"% copy": 100 * r["copy"] / r["ours"], "vs compile": vs("compile"), "vs liger": vs("liger")}
 
 
-def designs(s: dict | None, others: int = 2) -> str:
-    """% of copy of the variant picked, the best `others` variants besides it, and the picked one
-    with FP32 weights (a sweep.json point)."""
+def designs(s: dict | None, chosen: int | None = None, others: int = 2) -> str:
+    """% of copy of the variant picked (`chosen`, else the sweep's), the best `others` variants besides
+    it, and the picked one with FP32 weights (a sweep.json point)."""
     if not s:
         return ""
     pct = lambda t: 100 * s["copy"] / t  # noqa: E731
     times = {int(v): t for v, t in s["times"].items()}
-    chosen = int(s["chosen"])
+    chosen = int(s["chosen"] if chosen is None else chosen)
     parts = [f"picked {describe(chosen)}: {pct(times[chosen]):.0f}"] if chosen in times else []
     rest = sorted((t, v) for v, t in times.items() if v != chosen)[:others]
     parts += [f"{describe(v)}: {pct(t):.0f}" for t, v in rest]
@@ -205,7 +205,8 @@ def main() -> None:
                           capture_output=True, text=True).stdout
     recs = summarize(points, *rows_of(text))
     for r in recs:
-        r.update(bench_cols(bench.get(r["point"])), designs=designs(sweep.get(r["point"])))
+        b = bench.get(r["point"]) or {}
+        r.update(bench_cols(b), designs=designs(sweep.get(r["point"]), b.get("variant")))
     (args.out / "ncu_norms.json").write_text(json.dumps(recs, indent=1))
     (args.out / "ncu_norms.md").write_text("# Nsight Compute, norm points\n\n" + table(recs) + "\n")
     print(table(recs))

@@ -33,7 +33,7 @@ def test_bad_point(bad):
 
 
 def test_reads_ncu_raw_csv():
-    header = ["ID", "Kernel Name", "gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    header = ["ID", "Kernel Name", "gpu__time_duration.sum", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
               "sm__warps_active.avg.pct_of_peak_sustained_active", "launch__registers_per_thread",
               "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
               "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"]
@@ -64,6 +64,7 @@ def test_limits_table_joins_benchmark_and_sweep(tmp_path):
     s = {"op": "layer_norm", "dtype": "fp16", "rows": 12288, "hidden": 4096, "copy": 50e-6, "chosen": 66,
          "times": {"66": 80e-6, "65": 100e-6, "67": 62.5e-6, "79": 200e-6}, "fp32_weights": {"66": 90e-6}}
     assert pk.designs(s) == "picked block x3: 62; block x4: 80; block x2: 50; picked, FP32 weights: 56"
+    assert pk.designs(s, chosen=67).startswith("picked block x4: 80; block x3: 62; block x2: 50")
     rec = {"point": pk.key(r), "kernel": "rowKernel", "stalls": {"barrier": 2.0}, **cols, "designs": pk.designs(s)}
     rec.update({c: None for c in pk.COLUMNS.values()})
     text = pk.table([rec])

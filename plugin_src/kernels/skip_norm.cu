@@ -327,7 +327,7 @@ constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
         return packs > 64 && !layer && !skip ? encode(true, false, nvAtLeast(3)) : encode(true, true, nv, packs <= 64 && !skip);
     }
     if (hidden > 12288) return encode(true, false, nvAtLeast(4));
-    if (hidden > 8192) return skip ? encode(true, false, nvAtLeast(3)) : encode(true, false, kLong);
+    if (hidden > 8192) return skip && !(layer && bf16) ? encode(true, false, nvAtLeast(3)) : encode(true, false, kLong);
     if (skip) return encode(true, false, nvAtLeast(bf16 ? 4 : 2));
     if (layer) return encode(true, false, nvAtLeast(hidden <= 3072 || hidden > 6144 ? 2 : 4));
     if (hidden <= 2048 || hidden > 6144) return encode(true, false, nvAtLeast(2));
