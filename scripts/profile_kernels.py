@@ -10,6 +10,9 @@ shows the benchmark's numbers; with --sweep (bench_kernels.py --sweep's sweep.js
 measured there: the variant picked, the best other variants and the picked one with FP32 weights.
 
   python3 scripts/profile_kernels.py --results benchmarks/results.json --sweep DIR/sweep.json --out benchmarks
+  # the table again from an earlier run's ncu numbers (no GPU), with earlier designs' results.json:
+  python3 scripts/profile_kernels.py --ncu-json benchmarks/ncu_norms.json --results benchmarks/results.json \
+      --sweep benchmarks/sweep_norms.json --earlier v6=OLD/results.json --out benchmarks
   python3 scripts/profile_kernels.py --points layer_norm:fp16:12288x4096 rms_norm:bf16:3072x16384 --out DIR
 """
 
@@ -50,6 +53,18 @@ def describe(v: int) -> str:
 
 def key(r: dict) -> str:
     return f"{r['op']}:{r['dtype']}:{r['rows']}x{r['hidden']}"
+
+
+LEGEND = """# Nsight Compute, norm points that miss a target
+
+Per point (op:dtype:ROWSxHIDDEN): the benchmark's % of copy and speed against max-autotune compile and
+Liger-Kernel (peer time / ours); the kernel our launch runs and its Nsight Compute numbers (one launch,
+caches flushed, clocks locked: `us` is not the benchmark's time); the designs the variant sweep
+measured at that point (% of copy: the variant picked, the two best others, the picked one with FP32
+weights instead of 16-bit copies); the same point's % of copy in earlier designs' benchmark runs.
+Written by `scripts/profile_kernels.py`.
+
+"""
 
 
 def missed(results: dict) -> list[str]:
@@ -148,11 +163,19 @@ def summarize(points: list[str], rows: list[dict], units: dict) -> list[dict]:
     return out
 
 
+def earlier(p: str, runs: dict[str, dict]) -> str:
+    """% of copy of point p in earlier designs' results (label -> {point: record})."""
+    return "; ".join(f"{label}: {100 * r['copy'] / r['ours']:.0f}" for label, res in runs.items()
+                     if (r := res.get(p)) and r.get("ours"))
+
+
 def table(recs: list[dict]) -> str:
     extra = [c for c in ("% copy", "vs compile", "vs liger") if any(r.get(c) is not None for r in recs)]
     cols = ["point"] + extra + ["kernel"] + list(COLUMNS.values()) + ["top stalls (cycles per issued instruction)"]
     with_designs = any(r.get("designs") for r in recs)
     cols += ["designs, % of copy (sweep)"] if with_designs else []
+    with_earlier = any(r.get("earlier") for r in recs)
+    cols += ["earlier designs, % of copy"] if with_earlier else []
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in recs:
         fmt = lambda v: "" if v is None else f"{v:.1f}" if isinstance(v, float) else str(v)  # noqa: E731
@@ -161,8 +184,21 @@ def table(recs: list[dict]) -> str:
         cells = [r["point"]] + [ratio(r.get(c)) if c.startswith("vs") else fmt(r.get(c)) for c in extra]
         cells += [r["kernel"]] + [fmt(r[c]) for c in COLUMNS.values()] + [stalls]
         cells += [r.get("designs", "")] if with_designs else []
+        cells += [r.get("earlier", "")] if with_earlier else []
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def profile(ncu: str, points: list[str], out: Path) -> list[dict]:
+    """One ncu process over every point's launch; its report read back as CSV."""
+    rep = out / "ncu_norms.ncu-rep"
+    cmd = [ncu, "--force-overwrite", "--export", str(rep), "--kernel-name", KERNELS]
+    cmd += [a for s in SECTIONS for a in ("--section", s)]
+    cmd += [sys.executable, str(Path(__file__).resolve()), "--child", "--points", *points]
+    subprocess.run(cmd, check=True)
+    text = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", "raw"], check=True,
+                          capture_output=True, text=True).stdout
+    return summarize(points, *rows_of(text))
 
 
 def read_json(path: Path, pick):
@@ -179,6 +215,9 @@ def main() -> None:
     ap.add_argument("--sweep", type=Path, help="bench_kernels.py --sweep's sweep.json: the designs of each point")
     ap.add_argument("--out", type=Path, default=Path("benchmarks"))
     ap.add_argument("--ncu", default="ncu")
+    ap.add_argument("--ncu-json", type=Path, help="an earlier run's ncu_norms.json: its points and ncu numbers (no ncu run)")
+    ap.add_argument("--earlier", nargs="*", default=[], metavar="LABEL=RESULTS_JSON",
+                    help="results.json of earlier designs: their %% of copy per point")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     points = list(args.points)
@@ -189,26 +228,30 @@ def main() -> None:
         bench = {key(r): r for r in results}
     if args.sweep:  # GroupNorm entries have a shape, not rows
         sweep = {key(r): r for r in read_json(args.sweep, lambda d: [r for r in d if "rows" in r])}
+    runs = {}
+    for e in args.earlier:
+        label, sep, path = e.partition("=")
+        if not sep or not label:
+            raise SystemExit(f"bad --earlier {e!r}: expected LABEL=RESULTS_JSON")
+        runs[label] = {key(r): r for r in read_json(Path(path), lambda d: d["results"]) if "rows" in r}
     for p in points:
         parse_point(p)
     if args.child:
         return child(points)
-    if not points:
-        raise SystemExit("no points: give --results or --points")
     args.out.mkdir(parents=True, exist_ok=True)
-    rep = args.out / "ncu_norms.ncu-rep"
-    cmd = [args.ncu, "--force-overwrite", "--export", str(rep), "--kernel-name", KERNELS]
-    cmd += [a for s in SECTIONS for a in ("--section", s)]
-    cmd += [sys.executable, str(Path(__file__).resolve()), "--child", "--points", *points]
-    subprocess.run(cmd, check=True)
-    text = subprocess.run([args.ncu, "--import", str(rep), "--csv", "--page", "raw"], check=True,
-                          capture_output=True, text=True).stdout
-    recs = summarize(points, *rows_of(text))
+    if args.ncu_json:
+        keep = ("point", "kernel", "stalls", *COLUMNS.values())
+        recs = [{k: r.get(k) for k in keep} for r in read_json(args.ncu_json, list)]
+    elif not points:
+        raise SystemExit("no points: give --results, --points or --ncu-json")
+    else:
+        recs = profile(args.ncu, points, args.out)
     for r in recs:
         b = bench.get(r["point"]) or {}
-        r.update(bench_cols(b), designs=designs(sweep.get(r["point"]), b.get("variant")))
+        r.update(bench_cols(b), designs=designs(sweep.get(r["point"]), b.get("variant")),
+                 earlier=earlier(r["point"], runs))
     (args.out / "ncu_norms.json").write_text(json.dumps(recs, indent=1))
-    (args.out / "ncu_norms.md").write_text("# Nsight Compute, norm points\n\n" + table(recs) + "\n")
+    (args.out / "ncu_norms.md").write_text(LEGEND + table(recs) + "\n")
     print(table(recs))
 
 

@@ -1,6 +1,7 @@
 """scripts/profile_kernels.py: which benchmark points it profiles, and how it reads ncu's CSV."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -74,3 +75,26 @@ def test_limits_table_joins_benchmark_and_sweep(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(SystemExit, match="cannot read"):
         pk.read_json(bad, list)
+
+
+def test_table_again_from_ncu_json_with_earlier_designs(tmp_path, monkeypatch):
+    """--ncu-json: the table from an earlier run's ncu numbers (no ncu), joined with the benchmark, the
+    sweep and earlier designs' results."""
+    now = point("rms_norm", "fp16", 3072, 16384, 80e-6, 60e-6, compile=50e-6)
+    old = point("rms_norm", "fp16", 3072, 16384, 100e-6, 60e-6)
+    ncu = [{"point": pk.key(now), "kernel": "rowKernel<__half, 8, 4>", "stalls": {"long_scoreboard": 5.6},
+            **{c: 1.0 for c in pk.COLUMNS.values()}}]
+    files = {"ncu.json": ncu, "res.json": {"results": [now]}, "old.json": {"results": [old]}}
+    for name, data in files.items():
+        (tmp_path / name).write_text(json.dumps(data))
+    assert pk.earlier(pk.key(now), {"v1": {pk.key(old): old}, "v2": {}}) == "v1: 60"
+    monkeypatch.setattr(sys, "argv", ["profile_kernels.py", "--ncu-json", str(tmp_path / "ncu.json"), "--results",
+                                      str(tmp_path / "res.json"), "--earlier", f"v1={tmp_path / 'old.json'}",
+                                      "--out", str(tmp_path / "out"), "--ncu", "/nonexistent/ncu"])
+    pk.main()
+    text = (tmp_path / "out" / "ncu_norms.md").read_text()
+    assert "| rms_norm:fp16:3072x16384 | 75.0 | 0.62x | rowKernel<__half, 8, 4> |" in text
+    assert text.rstrip().endswith("long_scoreboard 5.6 | v1: 60 |")
+    monkeypatch.setattr(sys, "argv", ["profile_kernels.py", "--ncu-json", "x", "--earlier", "no-equals-sign"])
+    with pytest.raises(SystemExit, match="bad --earlier"):
+        pk.main()
