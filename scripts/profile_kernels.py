@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Nsight Compute numbers for norm benchmark points: per point, the kernel our launch runs, its
-duration, DRAM throughput (% of peak), theoretical and achieved occupancy, registers and the main
-warp stall reasons (cycles per issued instruction). By default the large points of a results.json
-that miss a target of the kernel-speed issue (< 0.98x a peer, or < 88% of copy).
+"""Nsight Compute numbers for norm and bias+activation benchmark points: per point, the kernel our
+launch runs, its duration, DRAM throughput (% of peak), theoretical and achieved occupancy, registers
+and the main warp stall reasons (cycles per issued instruction). By default the points of a
+results.json that miss a target of the kernel-speed issue: large points below 0.98x a peer or 88%
+of copy, small launches (<= 64 rows) slower than the compiled chain.
 
 One ncu process runs every point once (ncu isolates each kernel: caches flushed, clocks locked, so
 no warm-up is needed); the report is exported, then read back as CSV. With --results each row also
@@ -26,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-KERNELS = "regex:rowKernel|longRowKernel"
+KERNELS = "regex:rowKernel|longRowKernel|biasActKernel"
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
 STALL = "smsp__average_warps_issue_stalled_"
 STALL_END = "_per_issue_active.ratio"
@@ -40,6 +41,7 @@ COLUMNS = {  # raw metric -> table column
     "launch__grid_size": "blocks",
 }
 NORM_OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm")
+OPS = NORM_OPS + ("bias_gelu", "bias_relu6")
 PACKS = (1, 2, 3, 4, 6, 8)  # 16-byte packs per thread by variant index (skip_norm.cu kNvs)
 
 
@@ -55,7 +57,7 @@ def key(r: dict) -> str:
     return f"{r['op']}:{r['dtype']}:{r['rows']}x{r['hidden']}"
 
 
-LEGEND = """# Nsight Compute, norm points that miss a target
+LEGEND = """# Nsight Compute, points that miss a target
 
 Per point (op:dtype:ROWSxHIDDEN): the benchmark's % of copy and speed against max-autotune compile and
 Liger-Kernel (peer time / ours); the kernel our launch runs and its Nsight Compute numbers (one launch,
@@ -68,13 +70,18 @@ Written by `scripts/profile_kernels.py`.
 
 
 def missed(results: dict) -> list[str]:
-    """Large norm points below 0.98x a peer that has a time, or below 88% of copy."""
+    """Large points below 0.98x a peer that has a time or below 88% of copy; small launches (<= 64
+    rows) slower than the compiled chain."""
     out = []
     for r in results["results"]:
-        if r["op"] not in NORM_OPS or r["rows"] <= 64:
+        if r["op"] not in OPS:
             continue
-        behind = any(r.get(p) and r[p] / r["ours"] < 0.98 for p in ("compile", "liger"))
-        if behind or r["copy"] / r["ours"] < 0.88:
+        if r["rows"] <= 64:
+            behind = bool(r.get("compile")) and r["ours"] > r["compile"]
+        else:
+            behind = any(r.get(p) and r[p] / r["ours"] < 0.98 for p in ("compile", "liger"))
+            behind = behind or r["copy"] / r["ours"] < 0.88
+        if behind:
             out.append(key(r))
     return out
 
@@ -110,8 +117,8 @@ def parse_point(p: str) -> tuple[str, str, int, int]:
         rows, hidden = (int(v) for v in shape.split("x"))
     except ValueError:
         raise SystemExit(f"bad point {p!r}: expected op:dtype:ROWSxHIDDEN")
-    if op not in NORM_OPS:
-        raise SystemExit(f"bad point {p!r}: op must be one of {', '.join(NORM_OPS)}")
+    if op not in OPS:
+        raise SystemExit(f"bad point {p!r}: op must be one of {', '.join(OPS)}")
     return op, dtype, rows, hidden
 
 

@@ -21,10 +21,14 @@ def test_missed_points():
         point("layer_norm", "fp16", 12288, 4096, 76e-6, 50e-6, compile=51e-6),  # 66% of copy
         point("rms_norm", "fp32", 6144, 4096, 53e-6, 50e-6, liger=51e-6),       # 94%, 0.96x Liger
         point("skip_rms_norm", "fp32", 6144, 4096, 50e-6, 48e-6, liger=50e-6),  # 96%, 1.00x: met
-        point("layer_norm", "fp16", 64, 4096, 3e-6, 1e-6),                      # small: not profiled
-        point("group_norm", "fp16", 640, 4096, 10e-6, 2e-6),                    # not a SkipNorm op
+        point("layer_norm", "fp16", 64, 4096, 3e-6, 1e-6),                      # small, no compiled time
+        point("rms_norm", "fp16", 8, 4096, 3e-6, 1e-6, compile=2.5e-6),         # small, slower than compile
+        point("rms_norm", "fp16", 1, 4096, 2e-6, 1e-6, compile=2.5e-6),         # small, faster: met
+        point("bias_relu6", "fp16", 65536, 768, 60e-6, 57e-6, compile=58e-6),   # 0.97x compile
+        point("group_norm", "fp16", 640, 4096, 10e-6, 2e-6),                    # not profiled
     ]}
-    assert pk.missed(results) == ["layer_norm:fp16:12288x4096", "rms_norm:fp32:6144x4096"]
+    assert pk.missed(results) == ["layer_norm:fp16:12288x4096", "rms_norm:fp32:6144x4096", "rms_norm:fp16:8x4096",
+                                  "bias_relu6:fp16:65536x768"]
 
 
 @pytest.mark.parametrize("bad", ["layer_norm:fp16", "layer_norm:fp16:12x", "gelu:fp16:2x8"])
