@@ -11,9 +11,12 @@
 // stores of the last.
 // LayerNorm takes the mean, then the centred sum of squares from registers (two reductions: exact as
 // two passes); RMSNorm one reduction. (One reduction merging per-thread (count, mean, M2), Chan et
-// al., cost more instructions than the rows have per element: 16-bit rows ran at half the speed.)
-// The variant is a pure function of (dtype, norm, skip input, hidden), chosen once when a plugin is
-// configured; a prefetching variant's resident grid is measured then too (skipNormMaxBlocks).
+// al., cost more instructions than the rows have per element: 16-bit rows ran at half the speed; per-warp
+// statistics merged after one barrier lost up to 38 points of copy to the two barriers.)
+// gamma/beta are FP32, or (16-bit I/O, rows of whole aligned packs) exact 16-bit copies the plugin
+// keeps when its weights are exact there: half the weight bytes per row.
+// The variant is a pure function of (dtype, norm, skip input, hidden, weight kind), chosen once when a
+// plugin is configured; a prefetching variant's resident grid is measured then too (skipNormMaxBlocks).
 // y and sum may alias x or skip (same shape): each thread loads a row before it stores any of it.
 #include "common.cuh"
 #include "skip_norm.h"
@@ -320,6 +323,7 @@ constexpr bool fits(int32_t v, int es, int64_t hidden) {
 // (16-bit; fewer threads per row, more work each, amortize the reductions), 3-8 (FP32); past 8192
 // 16-bit elements the long-row path, or 3-4 packs with 16-bit weights. Prefetching won for RMSNorm
 // (16-bit) and FP32 rows past 8192 without a skip. A variant that cannot run gives way to the long path.
+// 16-bit rows of whole packs with 16-bit weights (the sweep in benchmarks/sweep_norms.json).
 constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
     const int64_t packs = hidden / 8;
     if (packs <= 96) {
