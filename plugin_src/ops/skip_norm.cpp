@@ -34,6 +34,10 @@ bool exactBf16(float v, uint16_t& h) {
     return (b & 0xFFFFu) == 0 && std::isfinite(v);
 }
 
+// Which of mIo holds dt's 16-bit copies (-1: FP32, none); launches find them at weights 3 + 2 * slot
+// (gamma) and 4 + 2 * slot (beta), after gamma, beta and bias (SkipNormOp::weights).
+int ioSlot(DType dt) { return dt == DType::kFloat16 ? 0 : dt == DType::kBFloat16 ? 1 : -1; }
+
 // w as packed 16-bit values (two per float) when every value is exact, else empty.
 std::vector<float> packed16(const std::vector<float>& w, bool (*exact)(float, uint16_t&)) {
     std::vector<uint16_t> h(w.size() + w.size() % 2, 0);
@@ -118,8 +122,9 @@ void SkipNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
 }
 
 void SkipNormOp::onConfigured(DType dt, int64_t hidden) {
+    const int slot = ioSlot(dt);
+    const bool io = slot >= 0 && !mIo[slot][0].empty();
     for (int skip = 0; skip < 2; ++skip) {
-        const bool io = dt != DType::kFloat32 && !mIo[dt == DType::kFloat16 ? 0 : 1][0].empty();
         mVariant[skip] = skipNormVariant(dt, mP.norm, skip, hidden, io);
         mMaxBlocks[skip] = skipNormMaxBlocks(dt, mP.norm, skip, mVariant[skip], hidden);
     }
@@ -145,10 +150,9 @@ cudaError_t SkipNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, i
     }
     a.epsilon = mP.epsilon;
     a.norm = mP.norm;
-    if (dt != DType::kFloat32) { // exact 16-bit copies of gamma and beta, when there are
-        const size_t io = dt == DType::kFloat16 ? 3 : 5;
-        a.gammaIo = w.at(io);
-        a.betaIo = a.gammaIo ? w.at(io + 1) : nullptr;
+    if (const int slot = ioSlot(dt); slot >= 0) { // exact 16-bit copies of gamma and beta, when there are
+        a.gammaIo = w.at(3 + 2 * slot);
+        a.betaIo = a.gammaIo ? w.at(4 + 2 * slot) : nullptr;
     }
     // Enqueue never queries the GPU: without a grid measured when configured, a block per row group.
     const int k = a.skip != nullptr;
