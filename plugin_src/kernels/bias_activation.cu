@@ -5,6 +5,8 @@
 #include "activations.cuh"
 #include "common.cuh"
 
+#include <algorithm>
+
 namespace trtp {
 namespace {
 
@@ -60,10 +62,15 @@ __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const floa
 }
 
 // One pass of the grid covers the tensor (kUnroll packs per thread); no device query on this path.
+// Small tensors spread over up to kSpread blocks, a pack per thread: a small launch lasts as long as
+// its longest thread's chain of loads and math.
+constexpr int64_t kSpread = 128;
 template <class T, int VEC, bool BIAS, Activation A>
 cudaError_t launchTyped(const T* x, const float* bias, T* y, int64_t n, int64_t hidden, cudaStream_t stream) {
     const int64_t npacks = n / VEC;
-    const unsigned grid = gridFor(ceilDiv(npacks, int64_t(kThreads) * kUnroll));
+    int64_t blocks = ceilDiv(npacks, int64_t(kThreads) * kUnroll);
+    if (blocks < kSpread) blocks = std::min(ceilDiv(npacks, int64_t(kThreads)), kSpread);
+    const unsigned grid = gridFor(blocks);
     const int64_t stride = int64_t(grid) * kThreads;
     return launchKernel(biasActKernel<T, VEC, BIAS, A>, grid, kThreads, stream, x, bias, y, npacks, hidden,
                         stride * VEC % hidden, stride * VEC * kUnroll % hidden);
