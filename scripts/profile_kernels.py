@@ -46,11 +46,13 @@ PACKS = (1, 2, 3, 4, 6, 8)  # 16-byte packs per thread by variant index (skip_no
 
 
 def describe(v: int) -> str:
-    """A SkipNorm kernel variant (skip_norm.cu encode()) in words: path, packs per thread, prefetch."""
+    """A SkipNorm kernel variant (skip_norm.cu encode()) in words: path, packs per thread, prefetch,
+    weights loaded before the reductions."""
     if v & 15 == 15:
         return "long" + ("" if v & 64 else " scalar")
     kind = "warp" if v & 16 else "block"
-    return f"{kind} x{PACKS[v & 15] if v & 15 < len(PACKS) else '?'}" + (" prefetch" if v & 128 else "")
+    return (f"{kind} x{PACKS[v & 15] if v & 15 < len(PACKS) else '?'}" + (" prefetch" if v & 128 else "")
+            + (" hoisted weights" if v & 32 else ""))
 
 
 def key(r: dict) -> str:

@@ -58,6 +58,7 @@ def test_reads_ncu_raw_csv():
 
 def test_variant_names():
     assert pk.describe(64 | 2) == "block x3" and pk.describe(64 | 16 | 128) == "warp x1 prefetch"
+    assert pk.describe(64 | 32 | 1) == "block x2 hoisted weights"
     assert pk.describe(64 | 15) == "long" and pk.describe(15) == "long scalar"
 
 

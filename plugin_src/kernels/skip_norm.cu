@@ -38,10 +38,12 @@ constexpr int kNumNv = 6;
 constexpr int kLong = 15;         // variant index of the long-row path
 
 // variant = index into kNvs (or kLong) | flags
-enum : int32_t { kWarpBit = 16, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
-constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false) {
-    return nv | (warp ? kWarpBit : 0) | (vec ? kVecBit : 0) | (prefetch ? kPrefetchBit : 0);
+// (kHoistBit: gamma/beta loaded with the row, before its reductions: a shorter chain per row, more registers)
+enum : int32_t { kWarpBit = 16, kHoistBit = 32, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
+constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false, bool hoist = false) {
+    return nv | (warp ? kWarpBit : 0) | (vec ? kVecBit : 0) | (prefetch ? kPrefetchBit : 0) | (hoist ? kHoistBit : 0);
 }
+constexpr bool isHoist(int32_t v) { return v & kHoistBit; }
 constexpr bool isVec(int32_t v) { return v & kVecBit; }
 constexpr bool isWarp(int32_t v) { return v & kWarpBit; }
 constexpr bool isPrefetch(int32_t v) { return v & kPrefetchBit; }
@@ -130,7 +132,8 @@ __device__ __forceinline__ void loadSlice(const Row<T>& a, int64_t row, int tpr,
 // SKIP: a.skip is set (the registers for it only when it is).
 // IOW: gamma/beta read from a.gammaIo/betaIo (T: half the bytes of FP32); rows are whole aligned packs.
 // (Loading them once per thread and keeping them in registers took 16-32 more registers.)
-template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP, bool IOW>
+// HOIST: gamma/beta loaded right after the row, so their latency overlaps the reductions'.
+template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP, bool IOW, bool HOIST>
 __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
     __shared__ float red[2][2][32];
     const int tpr = WARP ? 32 : blockDim.x, t = WARP ? threadIdx.x & 31 : threadIdx.x;
@@ -157,6 +160,23 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
         const bool vec4 = (sp.head & 3) == 0;
         const int tailCol = sp.head + sp.packs * VEC + t;
         const bool hasHead = t < sp.head, hasTail = t < sp.tail;
+        Pack<T, VEC> gp[HOIST && IOW ? NV : 1], bp[HOIST && IOW ? NV : 1];
+        float gf[HOIST && !IOW ? NV : 1][VEC], bf[HOIST && !IOW ? NV : 1][VEC];
+        if constexpr (HOIST) {
+#pragma unroll
+            for (int j = 0; j < NV; ++j) {
+                const int c = sp.head + (j * tpr + t) * VEC;
+                if (j * tpr + t < sp.packs) {
+                    if constexpr (IOW) {
+                        gp[j] = load<T, VEC>(a.gammaIo + c);
+                        if (a.beta) bp[j] = load<T, VEC>(a.betaIo + c);
+                    } else {
+                        weightsAt<VEC>(a.gamma + c, vec4, gf[j]);
+                        if (a.beta) weightsAt<VEC>(a.beta + c, vec4, bf[j]);
+                    }
+                }
+            }
+        }
 
         // s = x + skip + bias, in FP32; the sum output; this thread's partial statistics.
         float s[NV][VEC], e[2] = {0.f, 0.f};
@@ -216,7 +236,13 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
             const int c = sp.head + (j * tpr + t) * VEC;
             if (j * tpr + t < sp.packs) {
                 float g[VEC], b[VEC], o[VEC];
-                if constexpr (IOW) {
+                if constexpr (HOIST && IOW) {
+                    unpack(gp[j], g);
+                    if (a.beta) unpack(bp[j], b);
+                } else if constexpr (HOIST) {
+#pragma unroll
+                    for (int i = 0; i < VEC; ++i) g[i] = gf[j][i], b[i] = bf[j][i];
+                } else if constexpr (IOW) {
                     unpack(load<T, VEC>(a.gammaIo + c), g);
                     if (a.beta) unpack(load<T, VEC>(a.betaIo + c), b);
                 } else {
@@ -309,9 +335,9 @@ constexpr int nvAtLeast(int64_t nv) {
 
 // Whether variant v's shape (not whether it is built) can run rows of `hidden` elements of es bytes.
 constexpr bool fits(int32_t v, int es, int64_t hidden) {
-    if (v < 0 || (v & ~kAllBits) || (v & 32)) return false;
+    if (v < 0 || (v & ~kAllBits)) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
-    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && hidden % vw == 0;
+    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && !isHoist(v) && hidden % vw == 0;
     if (!isVec(v) || idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
     const int64_t packs = hidden / vw; // whole packs in any row, whatever its alignment
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
@@ -388,14 +414,14 @@ bool feasible(int32_t v, DType dt, Norm norm, bool skip, int64_t hidden) {
 // Calls f(kernel, threads per block, rows per block) for variant v's kernel.
 template <class T, int VEC, Norm NORM, int I, int C, class F>
 cudaError_t atCombo(int64_t hidden, F& f) {
-    constexpr bool W = C & 2, P = C & 1, S = C & 4, IOW = C & 8;
+    constexpr bool W = C & 2, P = C & 1, S = C & 4, IOW = C & 8, H = C & 16;
     constexpr int NV = kNvs[I];
     if constexpr (NV * VEC > kMaxElems || (IOW && sizeof(T) != 2) ||
-                  !built(encode(true, W, I, P), sizeof(T), kBf16<T>, NORM, S)) {
+                  !built(encode(true, W, I, P, H), sizeof(T), kBf16<T>, NORM, S)) {
         return cudaErrorInvalidValue;
     } else {
         const unsigned threads = W ? 32 * kWarpRows : unsigned(blockThreads(hidden / VEC, NV));
-        return f(rowKernel<T, VEC, NV, W, NORM, P, S, IOW>, threads, W ? kWarpRows : 1);
+        return f(rowKernel<T, VEC, NV, W, NORM, P, S, IOW, H>, threads, W ? kWarpRows : 1);
     }
 }
 
@@ -408,9 +434,9 @@ cudaError_t atNv(int combo, int64_t hidden, F& f, std::integer_sequence<int, C..
 
 template <class T, int VEC, Norm NORM, class F, int... I>
 cudaError_t atIndex(int32_t v, bool skip, bool iow, int64_t hidden, F& f, std::integer_sequence<int, I...>) {
-    const int combo = (iow ? 8 : 0) | (skip ? 4 : 0) | (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
+    const int combo = (isHoist(v) ? 16 : 0) | (iow ? 8 : 0) | (skip ? 4 : 0) | (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
     cudaError_t e = cudaErrorInvalidValue;
-    ((nvIndex(v) == I ? (e = atNv<T, VEC, NORM, I>(combo, hidden, f, std::make_integer_sequence<int, 16>{}), true)
+    ((nvIndex(v) == I ? (e = atNv<T, VEC, NORM, I>(combo, hidden, f, std::make_integer_sequence<int, 32>{}), true)
                       : false) ||
      ...);
     return e;
