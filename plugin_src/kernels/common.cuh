@@ -40,8 +40,7 @@ template <class T, int N> __device__ __forceinline__ void store(T* p, const floa
     for (int i = 0; i < N; ++i) pk.v[i] = fromFloat<T>(f[i]);
     if constexpr (sizeof(pk) == 16) { // one 16-byte store: NVVM splits the plain one where it loses the alignment
         const uint4 u = *reinterpret_cast<const uint4*>(&pk);
-        asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
-                     : "memory");
+        __stwb(reinterpret_cast<uint4*>(p), u);
     } else {
         *reinterpret_cast<Pack<T, N>*>(p) = pk;
     }
