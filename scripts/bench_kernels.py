@@ -312,7 +312,7 @@ def bench(args):
                 ours, chain, cargs, liger, nbytes = make_group_norm(op, shape, dt) if shape else make_op(op, rows, h, dt)
                 est = nbytes / 3.5e12 + 3e-6
                 rec = {"op": op, "dtype": dname, "rows": rows, "hidden": h, "bytes": nbytes,
-                       "variant": kernels.skip_norm_variant(KNAME[dname], *norm_kind(op), h, dname != "fp32")
+                       "variant": kernels.skip_norm_variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows)
                        if op in NORM_OPS else None}
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
@@ -395,7 +395,7 @@ def sweep(args):
                         ours = make_op(op, rows, h, dt, variant=v, io_weights=io)[0]
                         into[v] = graph_time(ours, nbytes * rows / 3.5e12)
                         del ours
-                chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h, dname != "fp32")
+                chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h, dname != "fp32", rows)
                 best = min(times, key=times.get)
                 out.append({"op": op, "dtype": dname, "rows": rows, "hidden": h, "copy": copy, "times": times,
                             "chosen": chosen, "best": best, "fp32_weights": fp32w})

@@ -29,32 +29,29 @@ __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const floa
     if constexpr (BIAS) // one 32-bit remainder per thread where it fits: 64-bit division is a long chain
         col = p * VEC < (int64_t(1) << 32) ? int64_t(unsigned(p * VEC) % unsigned(hidden)) : p * VEC % hidden;
     for (; p < npacks; p += stride * kUnroll) {
-        // every load of this step (x and bias) issued before the first store
         Pack<T, VEC> in[kUnroll];
-        float b[BIAS ? kUnroll : 1][VEC];
-        int64_t c = col;
 #pragma unroll
-        for (int k = 0; k < kUnroll; ++k) {
-            if (p + k * stride < npacks) {
-                in[k] = load<T, VEC>(x + (p + k * stride) * VEC);
-                if constexpr (BIAS) loadWeights<VEC>(bias + c, b[k]);
-            }
-            if constexpr (BIAS) {
-                c += step;
-                if (c >= hidden) c -= hidden;
-            }
-        }
+        for (int k = 0; k < kUnroll; ++k)
+            if (p + k * stride < npacks) in[k] = load<T, VEC>(x + (p + k * stride) * VEC);
+        int64_t c = col;
 #pragma unroll
         for (int k = 0; k < kUnroll; ++k) {
             if (p + k * stride < npacks) {
                 float f[VEC];
                 unpack(in[k], f);
+                if constexpr (BIAS) {
+                    float b[VEC];
+                    loadWeights<VEC>(bias + c, b);
 #pragma unroll
-                for (int i = 0; i < VEC; ++i) {
-                    if constexpr (BIAS) f[i] += b[k][i];
-                    f[i] = activate<A, sizeof(T) == 4>(f[i]);
+                    for (int i = 0; i < VEC; ++i) f[i] += b[i];
                 }
+#pragma unroll
+                for (int i = 0; i < VEC; ++i) f[i] = activate<A, sizeof(T) == 4>(f[i]);
                 store<T, VEC>(y + (p + k * stride) * VEC, f);
+            }
+            if constexpr (BIAS) {
+                c += step;
+                if (c >= hidden) c -= hidden;
             }
         }
         if constexpr (BIAS) {

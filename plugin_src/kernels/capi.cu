@@ -36,14 +36,18 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
     a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
     a.gammaIo = gamma_io, a.betaIo = beta_io;
     a.rows = rows, a.hidden = hidden, a.epsilon = epsilon, a.norm = trtp::Norm(norm);
-    a.skipRows = skip_rows, a.variant = variant;
+    a.skipRows = skip_rows, a.variant = a.smallVariant = variant; // a variant >= 0 is forced for any rows
     return int(trtp::launchSkipNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
 }
 
-// The variant a plugin picks for (dtype, norm, skip input, hidden); -1 for hidden < 1.
-TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights) {
-    return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0);
+// The variant a plugin picks for (dtype, norm, skip input, hidden, launches of <= small-rows rows or
+// more); -1 for hidden < 1.
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, int small_rows) {
+    return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0,
+                                 small_rows != 0);
 }
+
+TRTP_API long long trtp_skip_norm_small_rows() { return trtp::kSkipNormSmallRows; }
 
 TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long hidden, int* out, int cap) {
     return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, out, cap);

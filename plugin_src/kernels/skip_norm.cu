@@ -366,13 +366,18 @@ constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
     return bf16 ? encode(true, false, nvAtLeast(4), true) : encode(true, false, nvAtLeast(3));
 }
 
-constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, bool vec, bool io = false) {
+// small: launches of <= kSkipNormSmallRows rows, where a row's chain of latencies is the time: a block
+// per row, the fewest packs per thread (one up to 512 packs), gamma/beta loaded with the row.
+constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, bool vec, bool io = false,
+                       bool small = false) {
     const bool layer = norm == Norm::kLayer;
     const int32_t fallback = encode(vec && hidden % vecOf(es) == 0, false, kLong);
     if (!vec) return fallback;
     const int64_t packs = hidden / vecOf(es);
     int32_t v = fallback;
-    if (io && es == 2 && hidden % 8 == 0) {
+    if (small) {
+        v = encode(true, false, nvAtLeast(ceilDiv(packs, kMaxThreads)), false, true);
+    } else if (io && es == 2 && hidden % 8 == 0) {
         v = pickIo(bf16, layer, skip, hidden);
     } else if (packs <= 96 && (es == 2 || packs <= 128)) {
         v = encode(true, true, nvAtLeast(ceilDiv(packs, 32)), es == 2 && !skip);
@@ -401,7 +406,8 @@ constexpr int64_t kEdges[] = {1,    128,  129,   256,   257,   384,   384 + 8, 5
 constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip) {
     if (TRTPLUGINS_SWEEP || nvIndex(v) == kLong) return true;
     for (int64_t h : kEdges)
-        if (pick(es, bf16, norm, skip, h, true) == v || pick(es, bf16, norm, skip, h, true, true) == v) return true;
+        for (int k = 0; k < 4; ++k)
+            if (pick(es, bf16, norm, skip, h, true, k & 1, k & 2) == v) return true;
     return false;
 }
 
@@ -473,9 +479,9 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
 
 } // namespace
 
-int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights) {
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool smallRows) {
     if (hidden < 1) return -1;
-    return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true, ioWeights);
+    return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true, ioWeights, smallRows);
 }
 
 int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden) {
@@ -517,9 +523,10 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     const bool skip = args.skip != nullptr;
     // 16-bit weight copies serve rows that are whole aligned packs (every row, when the first is)
     const bool io = args.gammaIo && es == 2 && vec && args.hidden % vw == 0;
-    int32_t v = args.variant;
+    const bool small = args.rows <= kSkipNormSmallRows;
+    int32_t v = small ? args.smallVariant : args.variant;
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
-        v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec, io);
+        v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec, io, small);
     const bool iow = io && isVec(v) && nvIndex(v) != kLong;
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);

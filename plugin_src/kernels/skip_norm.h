@@ -25,14 +25,20 @@ struct SkipNormArgs {
     float epsilon = 1e-5f;
     Norm norm = Norm::kLayer;
     int32_t variant = -1;        // skipNormVariant(...) chosen when configured; -1: chosen at launch
+    int32_t smallVariant = -1;   // the same for rows <= kSkipNormSmallRows (skipNormVariant(..., true))
     int32_t maxBlocks = 0;       // skipNormMaxBlocks(...) measured when configured; 0: measured at launch;
                                  // < 0: not measured (a block per row group, no query)
 };
 
-// Kernel variant for a dtype, norm, skip input or not, hidden size and whether launches give 16-bit
-// weight copies (gammaIo): a pure function (no CUDA call, no allocation), so a plugin chooses it when
-// it is configured and enqueue only launches.
-int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false);
+// Launches of at most this many rows run args.smallVariant: one block per row, a pack per thread, a
+// shorter chain of latencies per row (at most a wave of blocks on the GPUs this targets).
+constexpr int64_t kSkipNormSmallRows = 128;
+
+// Kernel variant for a dtype, norm, skip input or not, hidden size, whether launches give 16-bit
+// weight copies (gammaIo) and whether it is for launches of <= kSkipNormSmallRows rows: a pure
+// function (no CUDA call, no allocation), so a plugin chooses both when it is configured and enqueue
+// only launches.
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool smallRows = false);
 
 // Blocks of the variant's kernel that fit on the current GPU at once (an occupancy query: call it
 // when configured, not per launch); 0 for variants that run one block per row group.

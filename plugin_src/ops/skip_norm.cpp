@@ -126,6 +126,7 @@ void SkipNormOp::onConfigured(DType dt, int64_t hidden) {
     const bool io = slot >= 0 && !mIo[slot][0].empty();
     for (int skip = 0; skip < 2; ++skip) {
         mVariant[skip] = skipNormVariant(dt, mP.norm, skip, hidden, io);
+        mSmallVariant[skip] = skipNormVariant(dt, mP.norm, skip, hidden, io, true);
         mMaxBlocks[skip] = skipNormMaxBlocks(dt, mP.norm, skip, mVariant[skip], hidden);
     }
     mVariantType = dt;
@@ -158,6 +159,7 @@ cudaError_t SkipNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, i
     const int k = a.skip != nullptr;
     const bool configured = dt == mVariantType && a.hidden == mVariantHidden;
     a.variant = configured ? mVariant[k] : -1;
+    a.smallVariant = configured ? mSmallVariant[k] : -1;
     a.maxBlocks = configured && mMaxBlocks[k] > 0 ? mMaxBlocks[k] : -1;
     return launchSkipNorm(dt, a, stream);
 }

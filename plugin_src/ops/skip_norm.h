@@ -34,9 +34,10 @@ public:
 private:
     Params mP;
     std::vector<float> mIo[2][2]; // [FP16, BF16][gamma, beta], packed 16-bit values
-    // The kernel variants chosen when configured (without and with a skip input), for that dtype and
-    // hidden size, and their grids on the device configured.
+    // The kernel variants chosen when configured (without and with a skip input; large and small
+    // launches), for that dtype and hidden size, and their grids on the device configured.
     int32_t mVariant[2] = {-1, -1};
+    int32_t mSmallVariant[2] = {-1, -1}; // for launches of <= kSkipNormSmallRows rows
     int32_t mMaxBlocks[2] = {};
     DType mVariantType = DType::kFloat32;
     int64_t mVariantHidden = -1;

@@ -113,7 +113,7 @@ def test_skip_norm_plugin_exact_16bit_weights(h, torch, dtype, norm, with_skip):
     p = h.create_from("SkipNorm", norm=norm, gamma=gamma, beta=beta, epsilon=1e-5)
     (y,) = run_plugin(torch, p, dtype, inputs, 1)
     cu = lambda a: torch.from_numpy(a).cuda()
-    v = kernels.skip_norm_variant(dtype, norm, with_skip, 4096, io_weights=True)  # what the plugin picked
+    v = kernels.skip_norm_variant(dtype, norm, with_skip, 4096, io_weights=True, rows=shape[0])  # the plugin's
     bare = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
                              variant=v)
     io = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
