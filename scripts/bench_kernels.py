@@ -491,6 +491,8 @@ def plot(data, out: Path):
     import matplotlib.pyplot as plt
 
     res = [r for r in data["results"] if r["rows"] > 64]
+    if not res:  # small points only: nothing to plot
+        return
     ops = list(dict.fromkeys(r["op"] for r in res))
     dts = list(dict.fromkeys(r["dtype"] for r in res))
     fig, axes = plt.subplots(len(ops), len(dts), figsize=(5 * len(dts), 3.0 * len(ops)), squeeze=False)

@@ -65,8 +65,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.trtp_skip_norm.restype = i
     lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll, i, i]
     lib.trtp_skip_norm_variant.restype = i
-    lib.trtp_skip_norm_small_rows.argtypes = []
-    lib.trtp_skip_norm_small_rows.restype = ll
+    lib.trtp_skip_norm_small_elems.argtypes = []
+    lib.trtp_skip_norm_small_elems.restype = ll
     lib.trtp_skip_norm_candidates.argtypes = [i, i, i, ll, ctypes.POINTER(i), i]
     lib.trtp_skip_norm_candidates.restype = i
     z = ctypes.c_size_t
@@ -138,15 +138,15 @@ def raw_skip_norm(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y:
 def skip_norm_variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False, rows: int | None = None) -> int:
     """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
     io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io); rows: a
-    launch's row count (None: a large one; launches of <= skip_norm_small_rows() rows run another variant)."""
-    small = rows is not None and rows <= skip_norm_small_rows()
+    launch's row count (None: a large one; launches of <= skip_norm_small_elems() elements run another variant)."""
+    small = rows is not None and rows <= skip_norm_small_elems() // hidden
     return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip, hidden,
                                          io_weights, small)
 
 
-def skip_norm_small_rows() -> int:
-    """Launches of at most this many rows run the small-launch variant."""
-    return load().trtp_skip_norm_small_rows()
+def skip_norm_small_elems() -> int:
+    """Launches of at most this many elements run the small-launch variant."""
+    return load().trtp_skip_norm_small_elems()
 
 
 def skip_norm_candidates(dtype, norm: str, skip: bool, hidden: int) -> list[int]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Where the small-launch SkipNorm variant stops winning: the plugin's small-launch and large-launch
-variants forced at row counts around the switch (kernels.skip_norm_small_rows()), graph-replay time."""
+variants forced at row counts around the switch, graph-replay time (the switch, kernels.skip_norm_small_elems(),
+came from this run with a switch at 128 rows)."""
 
 import json
 import sys

@@ -40,14 +40,13 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
     return int(trtp::launchSkipNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
 }
 
-// The variant a plugin picks for (dtype, norm, skip input, hidden, launches of <= small-rows rows or
-// more); -1 for hidden < 1.
-TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, int small_rows) {
+// The variant a plugin picks for (dtype, norm, skip input, hidden, small launches or not); -1 for hidden < 1.
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, int small) {
     return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0,
-                                 small_rows != 0);
+                                 small != 0);
 }
 
-TRTP_API long long trtp_skip_norm_small_rows() { return trtp::kSkipNormSmallRows; }
+TRTP_API long long trtp_skip_norm_small_elems() { return trtp::kSkipNormSmallElems; }
 
 TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long hidden, int* out, int cap) {
     return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, out, cap);

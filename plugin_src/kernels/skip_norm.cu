@@ -366,7 +366,7 @@ constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
     return bf16 ? encode(true, false, nvAtLeast(4), true) : encode(true, false, nvAtLeast(3));
 }
 
-// small: launches of <= kSkipNormSmallRows rows, where a row's chain of latencies is the time: a block
+// small: launches of <= kSkipNormSmallElems elements, where a row's chain of latencies is the time: a block
 // per row, the fewest packs per thread (one up to 512 packs), gamma/beta loaded with the row.
 constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, bool vec, bool io = false,
                        bool small = false) {
@@ -523,7 +523,7 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     const bool skip = args.skip != nullptr;
     // 16-bit weight copies serve rows that are whole aligned packs (every row, when the first is)
     const bool io = args.gammaIo && es == 2 && vec && args.hidden % vw == 0;
-    const bool small = args.rows <= kSkipNormSmallRows;
+    const bool small = skipNormSmall(args.rows, args.hidden);
     int32_t v = small ? args.smallVariant : args.variant;
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
         v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec, io, small);

@@ -25,17 +25,18 @@ struct SkipNormArgs {
     float epsilon = 1e-5f;
     Norm norm = Norm::kLayer;
     int32_t variant = -1;        // skipNormVariant(...) chosen when configured; -1: chosen at launch
-    int32_t smallVariant = -1;   // the same for rows <= kSkipNormSmallRows (skipNormVariant(..., true))
+    int32_t smallVariant = -1;   // the same for small launches (skipNormSmall; skipNormVariant(..., true))
     int32_t maxBlocks = 0;       // skipNormMaxBlocks(...) measured when configured; 0: measured at launch;
                                  // < 0: not measured (a block per row group, no query)
 };
 
-// Launches of at most this many rows run args.smallVariant: one block per row, a pack per thread, a
-// shorter chain of latencies per row (at most a wave of blocks on the GPUs this targets).
-constexpr int64_t kSkipNormSmallRows = 128;
+// Launches of at most 2^20 elements run args.smallVariant: one block per row, a pack per thread, a
+// shorter chain of latencies per row (H200: faster up to 1024 rows of 768, 256 rows of 4096).
+constexpr int64_t kSkipNormSmallElems = int64_t(1) << 20;
+constexpr bool skipNormSmall(int64_t rows, int64_t hidden) { return rows <= kSkipNormSmallElems / hidden; }
 
 // Kernel variant for a dtype, norm, skip input or not, hidden size, whether launches give 16-bit
-// weight copies (gammaIo) and whether it is for launches of <= kSkipNormSmallRows rows: a pure
+// weight copies (gammaIo) and whether it is for small launches (skipNormSmall): a pure
 // function (no CUDA call, no allocation), so a plugin chooses both when it is configured and enqueue
 // only launches.
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool smallRows = false);

@@ -37,7 +37,7 @@ private:
     // The kernel variants chosen when configured (without and with a skip input; large and small
     // launches), for that dtype and hidden size, and their grids on the device configured.
     int32_t mVariant[2] = {-1, -1};
-    int32_t mSmallVariant[2] = {-1, -1}; // for launches of <= kSkipNormSmallRows rows
+    int32_t mSmallVariant[2] = {-1, -1}; // for small launches (skipNormSmall)
     int32_t mMaxBlocks[2] = {};
     DType mVariantType = DType::kFloat32;
     int64_t mVariantHidden = -1;
