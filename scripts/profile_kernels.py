@@ -221,7 +221,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", type=Path, help="profile the points of this results.json that miss a target")
     ap.add_argument("--points", nargs="*", default=[], help="op:dtype:ROWSxHIDDEN (fp32, fp16, bf16)")
-    ap.add_argument("--sweep", type=Path, help="bench_kernels.py --sweep's sweep.json: the designs of each point")
+    ap.add_argument("--sweep", type=Path, nargs="*", default=[],
+                    help="bench_kernels.py --sweep's sweep.json files: the designs of each point (a later file's wins)")
     ap.add_argument("--out", type=Path, default=Path("benchmarks"))
     ap.add_argument("--ncu", default="ncu")
     ap.add_argument("--ncu-json", type=Path, help="an earlier run's ncu_norms.json: its points and ncu numbers (no ncu run)")
@@ -235,8 +236,8 @@ def main() -> None:
         results = read_json(args.results, lambda d: d["results"])
         points += missed({"results": results})
         bench = {key(r): r for r in results}
-    if args.sweep:  # GroupNorm entries have a shape, not rows
-        sweep = {key(r): r for r in read_json(args.sweep, lambda d: [r for r in d if "rows" in r])}
+    for path in args.sweep:  # GroupNorm entries have a shape, not rows
+        sweep.update({key(r): r for r in read_json(path, lambda d: [r for r in d if "rows" in r])})
     runs = {}
     for e in args.earlier:
         label, sep, path = e.partition("=")

@@ -15,8 +15,10 @@
 // statistics merged after one barrier lost up to 38 points of copy to the two barriers.)
 // gamma/beta are FP32, or (16-bit I/O, rows of whole aligned packs) exact 16-bit copies the plugin
 // keeps when its weights are exact there: half the weight bytes per row.
-// The variant is a pure function of (dtype, norm, skip input, hidden, weight kind), chosen once when a
-// plugin is configured; a prefetching variant's resident grid is measured then too (skipNormMaxBlocks).
+// The variant is a pure function of (dtype, norm, skip input, hidden, weight kind, small launch or not),
+// both chosen once when a plugin is configured; a prefetching variant's resident grid is measured then
+// too (skipNormMaxBlocks). Small launches (skipNormSmall) run a block per row, a pack per thread,
+// gamma/beta loaded with the row: their time is one row's chain of latencies.
 // y and sum may alias x or skip (same shape): each thread loads a row before it stores any of it.
 #include "common.cuh"
 #include "skip_norm.h"
