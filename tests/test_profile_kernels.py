@@ -103,3 +103,21 @@ def test_table_again_from_ncu_json_with_earlier_designs(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["profile_kernels.py", "--ncu-json", "x", "--earlier", "no-equals-sign"])
     with pytest.raises(SystemExit, match="bad --earlier"):
         pk.main()
+
+
+def test_later_sweep_file_gives_the_designs(tmp_path, monkeypatch):
+    """--sweep A B: a point in both takes B's designs (a newer sweep of more variants)."""
+    now = point("layer_norm", "fp16", 1, 768, 2e-6, 1e-6, compile=1.5e-6)
+    ncu = [{"point": pk.key(now), "kernel": "rowKernel", "stalls": {}, **{c: 1.0 for c in pk.COLUMNS.values()}}]
+    base = {"op": "layer_norm", "dtype": "fp16", "rows": 1, "hidden": 768, "copy": 1e-6}
+    older = dict(base, chosen=82, times={"82": 4e-6})
+    newer = dict(base, chosen=96, times={"96": 2e-6, "82": 4e-6})
+    files = {"ncu.json": ncu, "res.json": {"results": [now]}, "a.json": [older], "b.json": [newer]}
+    for name, data in files.items():
+        (tmp_path / name).write_text(json.dumps(data))
+    monkeypatch.setattr(sys, "argv", ["profile_kernels.py", "--ncu-json", str(tmp_path / "ncu.json"), "--results",
+                                      str(tmp_path / "res.json"), "--sweep", str(tmp_path / "a.json"),
+                                      str(tmp_path / "b.json"), "--out", str(tmp_path / "out")])
+    pk.main()
+    text = (tmp_path / "out" / "ncu_norms.md").read_text()
+    assert "picked block x1 hoisted weights: 50; warp x3: 25" in text

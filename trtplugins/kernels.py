@@ -139,7 +139,7 @@ def skip_norm_variant(dtype, norm: str, skip: bool, hidden: int, io_weights: boo
     """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
     io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io); rows: a
     launch's row count (None: a large one; launches of <= skip_norm_small_elems() elements run another variant)."""
-    small = rows is not None and rows <= skip_norm_small_elems() // hidden
+    small = rows is not None and hidden > 0 and rows <= skip_norm_small_elems() // hidden
     return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip, hidden,
                                          io_weights, small)
 
