@@ -140,6 +140,17 @@ def plugin_attrs(node):
 
 # --- demo model (scripts/export_demo.py) ---
 @pytest.fixture(scope="module")
+def kernel_library():
+    """The kernel library (pure host functions need no GPU); skips where it is not built."""
+    from trtplugins import kernels
+
+    try:
+        return kernels.load()
+    except FileNotFoundError as e:
+        pytest.skip(f"kernel library not built (needs nvcc): {e}")
+
+
+@pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """Path of the demo transformer block (trtplugins.demo) saved as ONNX."""
     import onnx

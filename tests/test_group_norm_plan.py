@@ -17,12 +17,7 @@ SMALL_SMEM = dict(sms=84, smem_per_sm=102400, smem_per_block=101376 - 256, max_c
 SD_SHAPES = [(2, 320, 64, 64), (2, 640, 32, 32), (8, 640, 64, 64), (2, 320, 128, 128), (2, 1280, 32, 32)]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def library():
-    try:
-        kernels.load()
-    except FileNotFoundError as e:
-        pytest.skip(f"kernel library not built (needs nvcc): {e}")
+pytestmark = pytest.mark.usefixtures("kernel_library")
 
 
 def group_size(shape, groups=32):

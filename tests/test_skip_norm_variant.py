@@ -11,12 +11,7 @@ HOIST, VEC, WARP, LONG = 32, 64, 16, 15
 PACKS = (1, 2, 3, 4, 6, 8)  # packs per thread by variant index (skip_norm.cu kNvs)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def library():
-    try:
-        kernels.load()
-    except FileNotFoundError as e:
-        pytest.skip(f"kernel library not built (needs nvcc): {e}")
+pytestmark = pytest.mark.usefixtures("kernel_library")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
