@@ -481,9 +481,9 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
 
 } // namespace
 
-int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool smallRows) {
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
     if (hidden < 1) return -1;
-    return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true, ioWeights, smallRows);
+    return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true, ioWeights, small);
 }
 
 int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden) {

@@ -39,7 +39,7 @@ constexpr bool skipNormSmall(int64_t rows, int64_t hidden) { return rows <= kSki
 // weight copies (gammaIo) and whether it is for small launches (skipNormSmall): a pure
 // function (no CUDA call, no allocation), so a plugin chooses both when it is configured and enqueue
 // only launches.
-int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool smallRows = false);
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool small = false);
 
 // Blocks of the variant's kernel that fit on the current GPU at once (an occupancy query: call it
 // when configured, not per launch); 0 for variants that run one block per row group.
