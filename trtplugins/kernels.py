@@ -63,7 +63,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.trtp_gated_activation.restype = i
     lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p, p, p]
     lib.trtp_skip_norm.restype = i
-    lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll, i, i]
+    lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll, i, ll]
     lib.trtp_skip_norm_variant.restype = i
     lib.trtp_skip_norm_small_elems.argtypes = []
     lib.trtp_skip_norm_small_elems.restype = ll
@@ -139,9 +139,8 @@ def skip_norm_variant(dtype, norm: str, skip: bool, hidden: int, io_weights: boo
     """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
     io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io); rows: a
     launch's row count (None: a large one; launches of <= skip_norm_small_elems() elements run another variant)."""
-    small = rows is not None and hidden > 0 and rows <= skip_norm_small_elems() // hidden
     return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip, hidden,
-                                         io_weights, small)
+                                         io_weights, -1 if rows is None else rows)
 
 
 def skip_norm_small_elems() -> int:

@@ -40,10 +40,11 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
     return int(trtp::launchSkipNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
 }
 
-// The variant a plugin picks for (dtype, norm, skip input, hidden, small launches or not); -1 for hidden < 1.
-TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, int small) {
-    return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0,
-                                 small != 0);
+// The variant a plugin's launch of `rows` rows runs for (dtype, norm, skip input, hidden); rows < 0: a
+// large launch; -1 for hidden < 1.
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, long long rows) {
+    const bool small = rows >= 0 && hidden >= 1 && trtp::skipNormSmall(rows, hidden);
+    return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0, small);
 }
 
 TRTP_API long long trtp_skip_norm_small_elems() { return trtp::kSkipNormSmallElems; }
