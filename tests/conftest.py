@@ -138,7 +138,7 @@ def plugin_attrs(node):
     return attrs(node)
 
 
-# --- demo model (scripts/export_demo.py) ---
+# --- the kernel library ---
 @pytest.fixture(scope="module")
 def kernel_library():
     """The kernel library (pure host functions need no GPU); skips where it is not built."""
@@ -150,6 +150,7 @@ def kernel_library():
         pytest.skip(f"kernel library not built (needs nvcc): {e}")
 
 
+# --- demo model (scripts/export_demo.py) ---
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """Path of the demo transformer block (trtplugins.demo) saved as ONNX."""
