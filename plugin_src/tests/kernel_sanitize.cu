@@ -66,14 +66,15 @@ int main() {
                     Buf gammaIo(hidden * es, 0), betaIo(hidden * es, 0); // 16-bit copies (not read for FP32)
                     for (int norm = 0; norm < 2; ++norm) {
                         for (int full = 0; full < 4; ++full) { // bit 0: skip, bias, beta, sum; bit 1: 16-bit weights
+                            const bool all = full & 1;
                             trtp::SkipNormArgs a;
                             a.x = x.p();
-                            a.skip = full & 1 ? skip.p() : nullptr;
-                            a.bias = full & 1 ? static_cast<const float*>(bias.p()) : nullptr;
+                            a.skip = all ? skip.p() : nullptr;
+                            a.bias = all ? static_cast<const float*>(bias.p()) : nullptr;
                             a.gamma = static_cast<const float*>(gamma.p());
-                            a.beta = full & 1 ? static_cast<const float*>(beta.p()) : nullptr;
+                            a.beta = all ? static_cast<const float*>(beta.p()) : nullptr;
                             a.y = y.p();
-                            a.sum = full & 1 ? s.p() : nullptr;
+                            a.sum = all ? s.p() : nullptr;
                             a.rows = rows, a.hidden = hidden, a.norm = trtp::Norm(norm);
                             if (full & 2) a.gammaIo = gammaIo.p(), a.betaIo = betaIo.p();
                             check(trtp::launchSkipNorm(dt, a, 0), "skip_norm", rows, hidden);
