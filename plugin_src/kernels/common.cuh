@@ -60,6 +60,33 @@ template <int N> __device__ __forceinline__ void loadWeights(const float* __rest
     }
 }
 
+// w[c], ..., w[c + N - 1] of an FP32 array of `len` weights, any c and any 4-byte aligned w: the aligned
+// float4s that cover them (N / 4 + 1 loads, N / 4 where already aligned), shifted into place by two
+// rounds of selects; plain loads where those float4s would reach outside w[0, len). One float per load
+// costs N L1 requests per N values, and L1, not DRAM, then limits a 16-bit stream (odd row lengths).
+template <int N>
+__device__ __forceinline__ void loadWeightsAt(const float* __restrict__ w, int64_t c, int64_t len, float (&out)[N]) {
+    static_assert(N % 4 == 0, "whole float4s");
+    const int r = int(reinterpret_cast<uintptr_t>(w + c) >> 2) & 3; // floats past the last 16-byte boundary
+    if (c < r || c - r + N + (r ? 4 : 0) > len) {
+#pragma unroll
+        for (int i = 0; i < N; ++i) out[i] = __ldg(w + c + i);
+        return;
+    }
+    const float4* q = reinterpret_cast<const float4*>(w + c - r);
+    float v[N + 4];
+#pragma unroll
+    for (int k = 0; k <= N / 4; ++k) {
+        const float4 f = k < N / 4 || r ? __ldg(q + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+        v[4 * k] = f.x, v[4 * k + 1] = f.y, v[4 * k + 2] = f.z, v[4 * k + 3] = f.w;
+    }
+    float u[N + 2];
+#pragma unroll
+    for (int i = 0; i < N + 2; ++i) u[i] = r & 2 ? v[i + 2] : v[i];
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = r & 1 ? u[i + 1] : u[i];
+}
+
 // v[i] += w[col + i] for N FP32 weights (nullptr: nothing); the loadWeights alignment rule.
 template <int N> __device__ __forceinline__ void addWeights(const float* __restrict__ w, int64_t col, float (&v)[N]) {
     if (!w) return;

@@ -85,15 +85,15 @@ template <class T, int VEC, int NV> struct Slice {
     T xe[2], ke[2];
 };
 
-// N FP32 weights at a column that is a multiple of 4 when `vec4` (then float4 loads).
-template <int N> __device__ __forceinline__ void weightsAt(const float* p, bool vec4, float (&w)[N]) {
-    if constexpr (N % 4 == 0) {
-        if (vec4) return loadWeights<N>(p, w);
-    }
+// N FP32 weights from column c of `len`: float4 loads where c is a multiple of 4 (`vec4`); elsewhere
+// float4s shifted into place (SHIFT) or one float per load.
+template <bool SHIFT, int N>
+__device__ __forceinline__ void weightsAt(const float* w, int c, int len, bool vec4, float (&out)[N]) {
+    if (vec4) return loadWeights<N>(w + c, out);
+    if constexpr (SHIFT) return loadWeightsAt<N>(w, c, len, out);
 #pragma unroll
-    for (int i = 0; i < N; ++i) w[i] = __ldg(p + i);
+    for (int i = 0; i < N; ++i) out[i] = __ldg(w + c + i);
 }
-
 
 // Sum over the row group (a warp, or the block), in every thread. `red`: 32 floats of this block that
 // no thread writes again before every thread has read them (buffers alternate from row to row).
@@ -135,7 +135,11 @@ __device__ __forceinline__ void loadSlice(const Row<T>& a, int64_t row, int tpr,
 // IOW: gamma/beta read from a.gammaIo/betaIo (T: half the bytes of FP32); rows are whole aligned packs.
 // (Loading them once per thread and keeping them in registers took 16-32 more registers.)
 // HOIST: gamma/beta loaded right after the row, so their latency overlaps the reductions'.
-template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP, bool IOW, bool HOIST>
+// SHIFT: 16-bit rows whose packs can start at a column that is not a multiple of 4 (hidden % 4 != 0):
+// their FP32 weights come as float4s shifted into place, 3 loads per pack, not 8 (L1 then limited these
+// rows to 40-60% of copy). A kernel of its own: the code beside the others' cost them registers (FP32
+// LayerNorm at 8192 lost a resident block, 0.69x).
+template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP, bool IOW, bool HOIST, bool SHIFT>
 __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
     __shared__ float red[2][2][32];
     const int tpr = WARP ? 32 : blockDim.x, t = WARP ? threadIdx.x & 31 : threadIdx.x;
@@ -173,8 +177,8 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                         gp[j] = load<T, VEC>(a.gammaIo + c);
                         if (a.beta) bp[j] = load<T, VEC>(a.betaIo + c);
                     } else {
-                        weightsAt<VEC>(a.gamma + c, vec4, gf[j]);
-                        if (a.beta) weightsAt<VEC>(a.beta + c, vec4, bf[j]);
+                        weightsAt<SHIFT, VEC>(a.gamma, c, hidden, vec4, gf[j]);
+                        if (a.beta) weightsAt<SHIFT, VEC>(a.beta, c, hidden, vec4, bf[j]);
                     }
                 }
             }
@@ -196,7 +200,7 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                 }
                 if (a.bias) {
                     float b[VEC];
-                    weightsAt<VEC>(a.bias + c, vec4, b);
+                    weightsAt<SHIFT, VEC>(a.bias, c, hidden, vec4, b);
 #pragma unroll
                     for (int i = 0; i < VEC; ++i) s[j][i] += b[i];
                 }
@@ -248,8 +252,8 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
                     unpack(load<T, VEC>(a.gammaIo + c), g);
                     if (a.beta) unpack(load<T, VEC>(a.betaIo + c), b);
                 } else {
-                    weightsAt<VEC>(a.gamma + c, vec4, g);
-                    if (a.beta) weightsAt<VEC>(a.beta + c, vec4, b);
+                    weightsAt<SHIFT, VEC>(a.gamma, c, hidden, vec4, g);
+                    if (a.beta) weightsAt<SHIFT, VEC>(a.beta, c, hidden, vec4, b);
                 }
 #pragma unroll
                 for (int i = 0; i < VEC; ++i) o[i] = fmaf((s[j][i] - mean) * rstd, g[i], a.beta ? b[i] : 0.f);
@@ -403,33 +407,39 @@ constexpr int64_t kEdges[] = {1,    128,  129,   256,   257,   384,   384 + 8, 5
                               2056, 3071, 3072,  3073,  3080,  4096,    4104,  6144,    6145,  6152,  8192,    8193,
                               8200, 12288, 12289, 12296, 16384, 16385, 16392, 1 << 20};
 
-// Whether this build has the kernel of variant v for (es, bf16, norm, skip): one pick() can return,
-// or with TRTPLUGINS_SWEEP every one (for bench_kernels.py --sweep). Long-row kernels always.
-constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip) {
+// Whether rows of `hidden` elements of es bytes take the SHIFT kernels.
+constexpr bool shifted(int es, int64_t hidden) { return es == 2 && hidden % 4 != 0; }
+
+// Whether this build has the kernel of variant v for (es, bf16, norm, skip, shifted()): one pick() can
+// return (beside each edge, rows of both kinds occur), or with TRTPLUGINS_SWEEP every one (for
+// bench_kernels.py --sweep). Long-row kernels always.
+constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip, bool shift) {
     if (TRTPLUGINS_SWEEP || nvIndex(v) == kLong) return true;
-    for (int64_t h : kEdges)
-        for (int k = 0; k < 4; ++k)
-            if (pick(es, bf16, norm, skip, h, true, k & 1, k & 2) == v) return true;
+    for (int64_t edge : kEdges)
+        for (int64_t h = edge > 1 ? edge - 1 : 1; h <= edge + 1; ++h)
+            for (int k = 0; k < 4 && shifted(es, h) == shift; ++k)
+                if (pick(es, bf16, norm, skip, h, true, k & 1, k & 2) == v) return true;
     return false;
 }
 
 template <class T> constexpr bool kBf16 = sizeof(T) == 2 && !std::is_same_v<T, __half>;
 
 bool feasible(int32_t v, DType dt, Norm norm, bool skip, int64_t hidden) {
-    return fits(v, elemSize(dt), hidden) && built(v, elemSize(dt), dt == DType::kBFloat16, norm, skip);
+    const int es = elemSize(dt);
+    return fits(v, es, hidden) && built(v, es, dt == DType::kBFloat16, norm, skip, shifted(es, hidden));
 }
 
 // Calls f(kernel, threads per block, rows per block) for variant v's kernel.
 template <class T, int VEC, Norm NORM, int I, int C, class F>
 cudaError_t atCombo(int64_t hidden, F& f) {
-    constexpr bool W = C & 2, P = C & 1, S = C & 4, IOW = C & 8, H = C & 16;
+    constexpr bool W = C & 2, P = C & 1, S = C & 4, IOW = C & 8, H = C & 16, SH = C & 32;
     constexpr int NV = kNvs[I];
-    if constexpr (NV * VEC > kMaxElems || (IOW && sizeof(T) != 2) ||
-                  !built(encode(true, W, I, P, H), sizeof(T), kBf16<T>, NORM, S)) {
+    if constexpr (NV * VEC > kMaxElems || ((IOW || SH) && sizeof(T) != 2) || (IOW && SH) ||
+                  !built(encode(true, W, I, P, H), sizeof(T), kBf16<T>, NORM, S, SH)) {
         return cudaErrorInvalidValue;
     } else {
         const unsigned threads = W ? 32 * kWarpRows : unsigned(blockThreads(hidden / VEC, NV));
-        return f(rowKernel<T, VEC, NV, W, NORM, P, S, IOW, H>, threads, W ? kWarpRows : 1);
+        return f(rowKernel<T, VEC, NV, W, NORM, P, S, IOW, H, SH>, threads, W ? kWarpRows : 1);
     }
 }
 
@@ -442,9 +452,10 @@ cudaError_t atNv(int combo, int64_t hidden, F& f, std::integer_sequence<int, C..
 
 template <class T, int VEC, Norm NORM, class F, int... I>
 cudaError_t atIndex(int32_t v, bool skip, bool iow, int64_t hidden, F& f, std::integer_sequence<int, I...>) {
-    const int combo = (isHoist(v) ? 16 : 0) | (iow ? 8 : 0) | (skip ? 4 : 0) | (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
+    const int combo = (shifted(sizeof(T), hidden) ? 32 : 0) | (isHoist(v) ? 16 : 0) | (iow ? 8 : 0) | (skip ? 4 : 0) |
+                      (isWarp(v) ? 2 : 0) | (isPrefetch(v) ? 1 : 0);
     cudaError_t e = cudaErrorInvalidValue;
-    ((nvIndex(v) == I ? (e = atNv<T, VEC, NORM, I>(combo, hidden, f, std::make_integer_sequence<int, 32>{}), true)
+    ((nvIndex(v) == I ? (e = atNv<T, VEC, NORM, I>(combo, hidden, f, std::make_integer_sequence<int, 64>{}), true)
                       : false) ||
      ...);
     return e;

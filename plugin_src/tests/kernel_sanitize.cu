@@ -51,10 +51,10 @@ int main() {
         const size_t es = elemSize(dt);
         for (long long hidden : hiddens) {
             for (long long rows : rowsList) {
-                for (size_t off : {size_t(0), es}) { // aligned, then one element off
-                    const size_t n = size_t(rows * hidden);
+                for (int mode = 0; mode < 3; ++mode) { // aligned; one element off; the weights alone a float off
+                    const size_t n = size_t(rows * hidden), off = mode == 1 ? es : 0, woff = mode ? 4 : 0;
                     Buf x(n * es, off), skip(n * es, off), y(n * es, off), s(n * es, off);
-                    Buf bias(hidden * 4, off ? 4 : 0), gamma(hidden * 4, off ? 4 : 0), beta(hidden * 4, off ? 4 : 0);
+                    Buf bias(hidden * 4, woff), gamma(hidden * 4, woff), beta(hidden * 4, woff);
                     for (int act = 0; act <= int(trtp::Activation::kHardSwish); ++act) {
                         const float* b = act % 2 ? static_cast<const float*>(bias.p()) : nullptr;
                         check(trtp::launchBiasActivation(dt, x.p(), b, y.p(), rows, hidden, trtp::Activation(act), 0),

@@ -29,6 +29,9 @@ ROWS = (1, 3, 37, 1025)
 # Odd hidden sizes (scalar path: not a multiple of the 16-byte width) and, with offset 1,
 # unaligned pointers, across the warp, block, block-scalar and fallback paths.
 ODD = ((5, 1001), (3, 8190), (2, 12001), (37, 768), (3, 4096), (2, 16384), (2, 20000), (1025, 7))
+# Bias+activation with aligned x: 16-byte packs that straddle rows (bias wrapping to column 0), rows
+# shorter than a pack, a last partial pack; bias aligned or one float off (its shifted float4 loads).
+STRADDLE = ((8, 4100), (3, 5121), (2, 12289), (7, 3), (9, 9), (1, 4100), (5, 1001), (3, 13))
 
 
 def grid(max_elems: int):
@@ -86,15 +89,18 @@ def test_bias_activation(torch, record, act, with_bias, dtype):
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{act}{with_bias}{dtype}".encode()))
     dt = tdtype(torch, dtype)
     variant = f"{act}{'+bias' if with_bias else ''}"
-    cases = [(s, 0) for s in grid(400_000)] + [(s, o) for s in ODD for o in (0, 1)]
-    for shape, offset in cases:
+    # (shape, offset of x and y, offset of bias)
+    cases = [(s, 0, 0) for s in grid(400_000)] + [(s, o, o) for s in ODD for o in (0, 1)]
+    cases += [(s, 0, o) for s in STRADDLE for o in (0, 1)]
+    for shape, offset, bias_offset in cases:
         x = randn(torch, gen, shape, dt, offset, scale=3.0)  # +-9: the activations' tails too
-        bias = randn(torch, gen, (shape[1],), torch.float32, offset) if with_bias else None
+        bias = randn(torch, gen, (shape[1],), torch.float32, bias_offset) if with_bias else None
         y = alloc(torch, shape, dt, offset)
         kernels.bias_activation(x, bias, act, out=y)
         torch.cuda.synchronize()
         ref = reference.bias_activation(f64(x), None if bias is None else f64(bias), act)
-        check(record, "bias_activation", variant, dtype, shape + ((f"+{offset}",) if offset else ()), y, ref)
+        tag = (f"+{offset}",) if offset else (f"bias+{bias_offset}",) if bias_offset and with_bias else ()
+        check(record, "bias_activation", variant, dtype, shape + tag, y, ref)
 
 
 @pytest.mark.gpu
