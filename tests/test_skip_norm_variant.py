@@ -7,7 +7,7 @@ import pytest
 
 from trtplugins import kernels
 
-HOIST, VEC, WARP, LONG = 32, 64, 16, 15
+HOIST, VEC, WARP, LONG, LOOP = 32, 64, 16, 15, 6
 PACKS = (1, 2, 3, 4, 6, 8)  # packs per thread by variant index (skip_norm.cu kNvs)
 
 
@@ -38,3 +38,17 @@ def test_rows_past_the_register_budget_take_the_long_path():
     # 32768 FP16 elements: 8 packs x 8 per thread x 512 threads exceeds 32 values per thread
     assert kernels.skip_norm_variant("float16", "layer", False, 32768, True, rows=1) == LONG | VEC
     assert kernels.skip_norm_variant("float16", "layer", False, 0, rows=1) == -1
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_long_16bit_rows_take_the_looped_path(dtype):
+    # about 4 packs per thread: 128 threads up to 640 packs (LayerNorm 5120), 256 to 1024, then 512
+    for hidden, threads in ((2048, 128), (4096, 128), (5120, 128), (8192, 256), (12288, 512), (16384, 512)):
+        v = kernels.skip_norm_variant(dtype, "layer", False, hidden, True)
+        assert v == VEC | (LOOP + (threads // 128).bit_length() - 1), (hidden, v)
+        assert v in kernels.skip_norm_candidates(dtype, "layer", False, hidden)  # built
+    assert kernels.skip_norm_variant(dtype, "layer", True, 12288, True) == VEC | (LOOP + 2)
+    # rows that are not whole packs, short rows and FP32 keep the register rows
+    for hidden in (768, 4100, 12289):
+        assert kernels.skip_norm_variant(dtype, "layer", False, hidden, True) & 15 < LOOP
+    assert kernels.skip_norm_variant("float32", "layer", False, 4096) & 15 < LOOP

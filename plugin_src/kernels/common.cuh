@@ -46,6 +46,25 @@ template <class T, int N> __device__ __forceinline__ void store(T* p, const floa
     }
 }
 
+// A 16-byte load under an L2 eviction policy (sm_80+; a plain load before): KEEP marks the line
+// evict-last (a second read of it follows soon), else evict-first (its last read).
+template <bool KEEP, class T, int N> __device__ __forceinline__ Pack<T, N> loadL2(const T* p) {
+    static_assert(sizeof(Pack<T, N>) == 16, "16-byte packs");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint64_t pol;
+    if constexpr (KEEP) asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    else asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    uint4 u;
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(pol));
+    Pack<T, N> pk;
+    *reinterpret_cast<uint4*>(&pk) = u;
+    return pk;
+#else
+    return load<T, N>(p);
+#endif
+}
+
 // N FP32 weights (read-only path); float4 loads when N is a multiple of 4 (caller guarantees alignment).
 template <int N> __device__ __forceinline__ void loadWeights(const float* __restrict__ p, float (&w)[N]) {
     if constexpr (N % 4 == 0) {

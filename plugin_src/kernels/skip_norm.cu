@@ -38,6 +38,7 @@ constexpr int kMaxElems = 32;     // FP32 values per thread held in registers
 constexpr int kNvs[] = {1, 2, 3, 4, 6, 8}; // packs per thread, by variant index
 constexpr int kNumNv = 6;
 constexpr int kLong = 15;         // variant index of the long-row path
+constexpr int kLoop = 6;          // variant indices kLoop + i (i < 3): the looped path, 128 << i threads
 
 // variant = index into kNvs (or kLong) | flags
 // (kHoistBit: gamma/beta loaded with the row, before its reductions: a shorter chain per row, more registers)
@@ -50,6 +51,7 @@ constexpr bool isVec(int32_t v) { return v & kVecBit; }
 constexpr bool isWarp(int32_t v) { return v & kWarpBit; }
 constexpr bool isPrefetch(int32_t v) { return v & kPrefetchBit; }
 constexpr int nvIndex(int32_t v) { return v & 15; }
+constexpr bool isLoop(int32_t v) { return nvIndex(v) >= kLoop && nvIndex(v) < kLoop + 3; }
 
 template <class T> struct Row {
     const T* x;
@@ -89,10 +91,14 @@ template <class T, int VEC, int NV> struct Slice {
 // float4s shifted into place (SHIFT) or one float per load.
 template <bool SHIFT, int N>
 __device__ __forceinline__ void weightsAt(const float* w, int c, int len, bool vec4, float (&out)[N]) {
-    if (vec4) return loadWeights<N>(w + c, out);
-    if constexpr (SHIFT) return loadWeightsAt<N>(w, c, len, out);
+    if (vec4) {
+        loadWeights<N>(w + c, out);
+    } else if constexpr (SHIFT) {
+        loadWeightsAt<N>(w, c, len, out);
+    } else {
 #pragma unroll
-    for (int i = 0; i < N; ++i) out[i] = __ldg(w + c + i);
+        for (int i = 0; i < N; ++i) out[i] = __ldg(w + c + i);
+    }
 }
 
 // Sum over the row group (a warp, or the block), in every thread. `red`: 32 floats of this block that
@@ -270,6 +276,87 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
     }
 }
 
+// The looped path: a row per block, each thread one pack at a time; the statistics from a first read
+// of the row, which marks it evict-last in L2, the output from a second read (Inductor's looped
+// reduction). 32-44 registers (sm_90), so up to 2048 threads of rows resident per SM where the
+// register rows hold 512-1024. Rows of whole aligned packs. LayerNorm's statistics: each thread's
+// sums about its own first value (no cancellation from the row's offset), the mean, then the
+// centred sum of squares from those sums (two reductions, like the register rows).
+template <class T, int VEC, Norm NORM, bool SKIP, bool IOW>
+__global__ void __launch_bounds__(kMaxThreads) loopRowKernel(Row<T> a) {
+    __shared__ float red[2][2][32];
+    const int packs = int(a.hidden / VEC), t = threadIdx.x, step = blockDim.x;
+    const float invH = 1.f / float(a.hidden);
+    auto sumAt = [&](const Pack<T, VEC>& xp, const Pack<T, VEC>& kp, int c, float (&s)[VEC]) { // x + skip + bias
+        unpack(xp, s);
+        if constexpr (SKIP) {
+            float f[VEC];
+            unpack(kp, f);
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) s[i] += f[i];
+        }
+        if (a.bias) {
+            float b[VEC];
+            loadWeights<VEC>(a.bias + c, b);
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) s[i] += b[i];
+        }
+    };
+    int parity = 0;
+#pragma unroll 1
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x, parity ^= 1) {
+        const int64_t base = row * a.hidden;
+        const T* x = a.x + base;
+        const T* k = SKIP ? a.skipRow(row) : nullptr;
+        float shift = 0.f, s1 = 0.f, s2 = 0.f;
+        int n = 0;
+#pragma unroll 1 // one pack in flight per thread: unrolled, the compiler hoists loads and takes registers
+        for (int p = t; p < packs; p += step) {
+            const int c = p * VEC;
+            Pack<T, VEC> kp;
+            const Pack<T, VEC> xp = loadL2<true, T, VEC>(x + c);
+            if constexpr (SKIP) kp = loadL2<true, T, VEC>(k + c);
+            float s[VEC];
+            sumAt(xp, kp, c, s);
+            if (n == 0 && NORM == Norm::kLayer) shift = s[0];
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) {
+                const float d = s[i] - shift;
+                s1 += d;
+                s2 = fmaf(d, d, s2);
+            }
+            n += VEC;
+        }
+        float mean = 0.f;
+        if constexpr (NORM == Norm::kLayer) {
+            mean = groupSum<false>(fmaf(float(n), shift, s1), red[parity][0]) * invH;
+            const float d = shift - mean; // sum of (v - mean)^2 = sum of ((v - shift) + d)^2
+            s2 = fmaf(float(n) * d, d, fmaf(2.f * d, s1, s2));
+        }
+        const float rstd = rsqrtf(groupSum<false>(s2, red[parity][1]) * invH + a.eps);
+#pragma unroll 1
+        for (int p = t; p < packs; p += step) {
+            const int c = p * VEC;
+            Pack<T, VEC> kp;
+            const Pack<T, VEC> xp = loadL2<false, T, VEC>(x + c);
+            if constexpr (SKIP) kp = loadL2<false, T, VEC>(k + c);
+            float s[VEC], g[VEC], b[VEC], o[VEC];
+            sumAt(xp, kp, c, s);
+            if constexpr (IOW) {
+                unpack(load<T, VEC>(a.gammaIo + c), g);
+                if (a.beta) unpack(load<T, VEC>(a.betaIo + c), b);
+            } else {
+                loadWeights<VEC>(a.gamma + c, g);
+                if (a.beta) loadWeights<VEC>(a.beta + c, b);
+            }
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) o[i] = fmaf((s[i] - mean) * rstd, g[i], a.beta ? b[i] : 0.f);
+            if (a.sum) store<T, VEC>(a.sum + base + c, s); // after the row's last read: sum may alias x or skip
+            store<T, VEC>(a.y + base + c, o);
+        }
+    }
+}
+
 // Any hidden, any alignment: statistics from global memory (the row stays in L1/L2 between passes).
 template <class T, int VEC, Norm NORM> __global__ void __launch_bounds__(kLongThreads) longRowKernel(Row<T> a) {
     __shared__ float red[2][32];
@@ -343,18 +430,27 @@ constexpr int nvAtLeast(int64_t nv) {
 constexpr bool fits(int32_t v, int es, int64_t hidden) {
     if (v < 0 || (v & ~kAllBits)) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
-    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && !isHoist(v) && hidden % vw == 0;
+    if (idx == kLong || isLoop(v))
+        return (isVec(v) || idx == kLong) && !isWarp(v) && !isPrefetch(v) && !isHoist(v) && hidden % vw == 0;
     if (!isVec(v) || idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
     const int64_t packs = hidden / vw; // whole packs in any row, whatever its alignment
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
 }
 
+// The looped path for rows of `packs` 16-byte packs: about 4 packs per thread, 128-512 threads.
+constexpr int32_t loopVariant(int64_t packs, bool skip) {
+    return encode(true, false, kLoop + (packs <= (skip ? 384 : 640) ? 0 : packs <= 1024 ? 1 : 2));
+}
+
 // The variant for rows of `hidden` elements of es bytes (vec: 16-byte packs possible; io: gamma/beta
 // in the 16-bit I/O dtype, rows whole packs), from the H200 sweeps of every variant (bench_kernels.py
 // --sweep; RESULTS.md, History): short rows a warp each; then a block with 2-4 packs per thread
-// (16-bit; fewer threads per row, more work each, amortize the reductions), 3-8 (FP32); past 8192
-// 16-bit elements the long-row path, or 3-4 packs with 16-bit weights. Prefetching won for RMSNorm
-// (16-bit) and FP32 rows past 8192 without a skip. A variant that cannot run gives way to the long path.
+// (16-bit; fewer threads per row, more work each, amortize the reductions), 3-8 (FP32). 16-bit rows of
+// whole packs from 2048 elements (LayerNorm, RMSNorm), 3072 (RMSNorm, FP32 weights) or past 8192 (with
+// a skip; not skip+RMSNorm with FP32 weights, nor past 12288) take the looped path (12-29 points of copy
+// over the register rows at 4096-16384); FP32 rows keep the register rows, which it did not beat.
+// Prefetching won for RMSNorm (16-bit) and FP32 rows past 8192 without a skip. A variant that cannot
+// run gives way to the long path.
 // 16-bit rows of whole packs with 16-bit weights (the sweep in benchmarks/sweep_norms.json).
 constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
     const int64_t packs = hidden / 8;
@@ -362,14 +458,8 @@ constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
         const int nv = nvAtLeast(ceilDiv(packs, 32));
         return packs > 64 && !layer && !skip ? encode(true, false, nvAtLeast(3)) : encode(true, true, nv, packs <= 64 && !skip);
     }
-    if (hidden > 12288) return encode(true, false, nvAtLeast(4));
-    if (hidden > 8192) return skip && !(layer && bf16) ? encode(true, false, nvAtLeast(3)) : encode(true, false, kLong);
-    if (skip) return encode(true, false, nvAtLeast(bf16 ? 4 : 2));
-    if (layer) return encode(true, false, nvAtLeast(hidden <= 3072 || hidden > 6144 ? 2 : 4));
-    if (hidden <= 2048 || hidden > 6144) return encode(true, false, nvAtLeast(2));
-    if (hidden <= 3072) return encode(true, false, nvAtLeast(3));
-    if (hidden <= 4096) return encode(true, false, nvAtLeast(bf16 ? 2 : 4));
-    return bf16 ? encode(true, false, nvAtLeast(4), true) : encode(true, false, nvAtLeast(3));
+    if (skip ? hidden > 8192 && (layer || hidden <= 12288) : hidden >= 2048) return loopVariant(packs, skip);
+    return encode(true, false, nvAtLeast(skip && (hidden > 12288 || bf16) ? 4 : 2));
 }
 
 // small: launches of <= kSkipNormSmallElems elements, where a row's chain of latencies is the time: a block
@@ -388,7 +478,8 @@ constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, 
     } else if (packs <= 96 && (es == 2 || packs <= 128)) {
         v = encode(true, true, nvAtLeast(ceilDiv(packs, 32)), es == 2 && !skip);
     } else if (es == 2) {
-        if (hidden > 8192) v = hidden % 8 ? encode(true, false, nvAtLeast(4)) : fallback;
+        if (hidden % 8 == 0 && (layer || !skip) && hidden >= (layer ? 2048 : 3072)) v = loopVariant(packs, skip);
+        else if (hidden > 8192) v = hidden % 8 ? encode(true, false, nvAtLeast(4)) : fallback;
         else if (skip) v = encode(true, false, nvAtLeast(4));
         else if (layer) v = encode(true, false, nvAtLeast(hidden >= 3072 && !bf16 ? 3 : 2));
         else v = encode(true, false, nvAtLeast(hidden > 3072 && hidden <= 6144 ? 4 : 2), true);
@@ -404,7 +495,7 @@ constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, 
 #endif
 // Row lengths at which pick() changes its answer (either side of each boundary).
 constexpr int64_t kEdges[] = {1,    128,  129,   256,   257,   384,   384 + 8, 512,   512 + 8, 768,   768 + 8, 2048,
-                              2056, 3071, 3072,  3073,  3080,  4096,    4104,  6144,    6145,  6152,  8192,    8193,
+                              2056, 3071, 3072,  3073,  3080,  4096,    4104,  5120,  5128,  6144,    6145,  6152,  8192,    8193,
                               8200, 12288, 12289, 12296, 16384, 16385, 16392, 1 << 20};
 
 // Whether rows of `hidden` elements of es bytes take the SHIFT kernels.
@@ -461,10 +552,30 @@ cudaError_t atIndex(int32_t v, bool skip, bool iow, int64_t hidden, F& f, std::i
     return e;
 }
 
+// Whether this build has the looped-path kernels for (T, NORM, skip): pick() returns one of them.
+template <class T, Norm NORM, bool S> constexpr bool kLoopBuilt = [] {
+    for (int i = 0; i < 3; ++i)
+        if (built(encode(true, false, kLoop + i), sizeof(T), kBf16<T>, NORM, S, false)) return true;
+    return false;
+}();
+
+template <class T, int VEC, Norm NORM, class F> cudaError_t withLoopKernel(int32_t v, bool skip, bool iow, F& f) {
+    const unsigned threads = 128u << (nvIndex(v) - kLoop);
+    auto go = [&](auto s, auto io) -> cudaError_t {
+        constexpr bool S = decltype(s)::value, IOW = decltype(io)::value;
+        if constexpr (!kLoopBuilt<T, NORM, S> || (IOW && sizeof(T) != 2)) return cudaErrorInvalidValue;
+        else return f(loopRowKernel<T, VEC, NORM, S, IOW>, threads, 1);
+    };
+    using Y = std::true_type;
+    using N = std::false_type;
+    return skip ? (iow ? go(Y{}, Y{}) : go(Y{}, N{})) : (iow ? go(N{}, Y{}) : go(N{}, N{}));
+}
+
 // Calls f(kernel, threads, rows per block) for the kernel of a feasible variant v (with a skip input or
 // not; iow: weights in T, rows whole aligned packs).
 template <class T, Norm NORM, class F> cudaError_t withKernel(int32_t v, bool skip, bool iow, int64_t hidden, F&& f) {
     constexpr int VEC = IoSize<T>::kVec;
+    if (isLoop(v)) return withLoopKernel<T, VEC, NORM>(v, skip, iow, f);
     if (nvIndex(v) == kLong) {
         return isVec(v) ? f(longRowKernel<T, VEC, NORM>, unsigned(kLongThreads), 1)
                         : f(longRowKernel<T, 1, NORM>, unsigned(kLongThreads), 1);

@@ -41,6 +41,31 @@ struct Buf {
 
 size_t elemSize(trtp::DType dt) { return dt == trtp::DType::kFloat32 ? 4 : 2; }
 
+// SkipNorm over x of rows x hidden at `off` bytes (weights at `woff`): both norms, with and without
+// skip/bias/beta/sum, with and without 16-bit weight copies.
+void skipNorms(trtp::DType dt, long long rows, long long hidden, size_t off, size_t woff) {
+    const size_t n = size_t(rows * hidden), es = elemSize(dt);
+    Buf x(n * es, off), skip(n * es, off), y(n * es, off), s(n * es, off);
+    Buf bias(hidden * 4, woff), gamma(hidden * 4, woff), beta(hidden * 4, woff);
+    Buf gammaIo(hidden * es, 0), betaIo(hidden * es, 0); // 16-bit copies (not read for FP32)
+    for (int norm = 0; norm < 2; ++norm) {
+        for (int full = 0; full < 4; ++full) { // bit 0: skip, bias, beta, sum; bit 1: 16-bit weights
+            const bool all = full & 1;
+            trtp::SkipNormArgs a;
+            a.x = x.p();
+            a.skip = all ? skip.p() : nullptr;
+            a.bias = all ? static_cast<const float*>(bias.p()) : nullptr;
+            a.gamma = static_cast<const float*>(gamma.p());
+            a.beta = all ? static_cast<const float*>(beta.p()) : nullptr;
+            a.y = y.p();
+            a.sum = all ? s.p() : nullptr;
+            a.rows = rows, a.hidden = hidden, a.norm = trtp::Norm(norm);
+            if (full & 2) a.gammaIo = gammaIo.p(), a.betaIo = betaIo.p();
+            check(trtp::launchSkipNorm(dt, a, 0), "skip_norm", rows, hidden);
+        }
+    }
+}
+
 } // namespace
 
 int main() {
@@ -53,8 +78,7 @@ int main() {
             for (long long rows : rowsList) {
                 for (int mode = 0; mode < 3; ++mode) { // aligned; one element off; the weights alone a float off
                     const size_t n = size_t(rows * hidden), off = mode == 1 ? es : 0, woff = mode ? 4 : 0;
-                    Buf x(n * es, off), skip(n * es, off), y(n * es, off), s(n * es, off);
-                    Buf bias(hidden * 4, woff), gamma(hidden * 4, woff), beta(hidden * 4, woff);
+                    Buf x(n * es, off), y(n * es, off), bias(hidden * 4, woff);
                     for (int act = 0; act <= int(trtp::Activation::kHardSwish); ++act) {
                         const float* b = act % 2 ? static_cast<const float*>(bias.p()) : nullptr;
                         check(trtp::launchBiasActivation(dt, x.p(), b, y.p(), rows, hidden, trtp::Activation(act), 0),
@@ -63,26 +87,16 @@ int main() {
                     check(trtp::launchBiasActivation(dt, y.p(), static_cast<const float*>(bias.p()), y.p(), rows,
                                                      hidden, trtp::Activation::kGelu, 0),
                           "bias_activation in place", rows, hidden);
-                    Buf gammaIo(hidden * es, 0), betaIo(hidden * es, 0); // 16-bit copies (not read for FP32)
-                    for (int norm = 0; norm < 2; ++norm) {
-                        for (int full = 0; full < 4; ++full) { // bit 0: skip, bias, beta, sum; bit 1: 16-bit weights
-                            const bool all = full & 1;
-                            trtp::SkipNormArgs a;
-                            a.x = x.p();
-                            a.skip = all ? skip.p() : nullptr;
-                            a.bias = all ? static_cast<const float*>(bias.p()) : nullptr;
-                            a.gamma = static_cast<const float*>(gamma.p());
-                            a.beta = all ? static_cast<const float*>(beta.p()) : nullptr;
-                            a.y = y.p();
-                            a.sum = all ? s.p() : nullptr;
-                            a.rows = rows, a.hidden = hidden, a.norm = trtp::Norm(norm);
-                            if (full & 2) a.gammaIo = gammaIo.p(), a.betaIo = betaIo.p();
-                            check(trtp::launchSkipNorm(dt, a, 0), "skip_norm", rows, hidden);
-                        }
-                    }
+                    skipNorms(dt, rows, hidden, off, woff);
                 }
             }
         }
+    }
+    // SkipNorm launches past the small-launch limit (2^20 elements) run the large-row variants
+    for (trtp::DType dt : dts) {
+        const size_t es = elemSize(dt);
+        for (long long hidden : {768LL, 4096LL, 4100LL, 12288LL, 12289LL, 20000LL})
+            for (int mode = 0; mode < 2; ++mode) skipNorms(dt, (1LL << 20) / hidden + 1, hidden, mode ? es : 0, 0);
     }
     // GatedActivation: the halves of one buffer and two buffers (y over the second too), either operand
     // activated, every activation, biases on and off, odd widths and an unaligned offset (scalar path)
