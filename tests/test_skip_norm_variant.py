@@ -52,3 +52,19 @@ def test_long_16bit_rows_take_the_looped_path(dtype):
     for hidden in (768, 4100, 12289):
         assert kernels.skip_norm_variant(dtype, "layer", False, hidden, True) & 15 < LOOP
     assert kernels.skip_norm_variant("float32", "layer", False, 4096) & 15 < LOOP
+
+
+EDGES = (128, 256, 384, 512, 768, 2048, 3072, 4096, 5120, 6144, 8192, 12288, 16384)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("norm,skip", [("layer", False), ("layer", True), ("rms", False), ("rms", True)])
+def test_every_row_length_picks_a_built_kernel(dtype, norm, skip):
+    # the build instantiates only the kernels pick() returns near its boundaries (skip_norm.cu built())
+    hiddens = set(range(1, 80)) | {e + d for e in EDGES for d in range(-9, 10)} | {20000, 32768, 40001}
+    for hidden in sorted(hiddens):
+        built = set(kernels.skip_norm_candidates(dtype, norm, skip, hidden))
+        for io in (False, True):
+            for rows in (1, None):
+                v = kernels.skip_norm_variant(dtype, norm, skip, hidden, io, rows)
+                assert v in built, (hidden, io, rows, v)

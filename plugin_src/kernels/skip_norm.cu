@@ -493,7 +493,8 @@ constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, 
 #ifndef TRTPLUGINS_SWEEP
 #define TRTPLUGINS_SWEEP 0
 #endif
-// Row lengths at which pick() changes its answer (either side of each boundary).
+// Row lengths at which pick() changes its answer (either side of each boundary; test_skip_norm_variant.py
+// checks that every row length's pick is built).
 constexpr int64_t kEdges[] = {1,    128,  129,   256,   257,   384,   384 + 8, 512,   512 + 8, 768,   768 + 8, 2048,
                               2056, 3071, 3072,  3073,  3080,  4096,    4104,  5120,  5128,  6144,    6145,  6152,  8192,    8193,
                               8200, 12288, 12289, 12296, 16384, 16385, 16392, 1 << 20};
@@ -507,8 +508,8 @@ constexpr bool shifted(int es, int64_t hidden) { return es == 2 && hidden % 4 !=
 constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip, bool shift) {
     if (TRTPLUGINS_SWEEP || nvIndex(v) == kLong) return true;
     for (int64_t edge : kEdges)
-        for (int64_t h = edge > 1 ? edge - 1 : 1; h <= edge + 1; ++h)
-            for (int k = 0; k < 4 && shifted(es, h) == shift; ++k)
+        for (int64_t h : {edge - 1, edge, edge + 1, edge + 4}) // edge + 4: rows of half packs (16-bit)
+            for (int k = 0; k < 4 && h > 0 && shifted(es, h) == shift; ++k)
                 if (pick(es, bf16, norm, skip, h, true, k & 1, k & 2) == v) return true;
     return false;
 }
