@@ -25,6 +25,7 @@ the second half of x.chunk(2, -1); SD 1.x and SD-XL transformer FFNs); both writ
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import platform
@@ -64,14 +65,17 @@ PEERS = ("ours", "eager", "compile", "liger")
 # --- ops: ours, the eager chain (also what torch.compile compiles), Liger's op ------------------
 
 
+@functools.cache
 def _liger():
+    """Liger-Kernel's forward ops, or None (said once on stderr: a missing peer must not pass unnoticed)."""
     try:
         from liger_kernel.ops.fused_add_rms_norm import fused_add_rms_norm_forward
         from liger_kernel.ops.geglu import geglu_forward
         from liger_kernel.ops.layer_norm import layer_norm_forward
         from liger_kernel.ops.rms_norm import rms_norm_forward
         from liger_kernel.ops.swiglu import swiglu_forward
-    except ImportError:
+    except ImportError as e:
+        print(f"WARNING: no Liger-Kernel peer ({e}); install its wheel with the python that runs this", file=sys.stderr)
         return None
     return {"layer_norm": layer_norm_forward, "rms_norm": rms_norm_forward,
             "fused_add_rms_norm": fused_add_rms_norm_forward, "swiglu": swiglu_forward, "geglu": geglu_forward}
@@ -284,13 +288,10 @@ def env_info():
         driver = f"unknown ({e})"
     p = torch.cuda.get_device_properties(0)
     liger = None
-    try:
-        import liger_kernel  # noqa: F401
+    if _liger() is not None:
         from importlib.metadata import version
 
         liger = version("liger-kernel")
-    except Exception:  # noqa: BLE001
-        pass
     import triton
 
     return {
