@@ -3,7 +3,10 @@
 //   warp rows:  one warp per row, several rows per block (short rows, no barrier);
 //   block rows: one block of up to 512 threads per row, a barrier per reduction;
 //   long rows (past the register budget, or pointers not 16-byte aligned): one block per row, three
-//   passes over global memory, the re-reads served by L2.
+//   passes over global memory, the re-reads served by L2;
+//   looped rows (16-bit rows of whole packs from 2048 elements): not in registers either: one block of
+//   128-512 threads per row, a pack per thread at a time, two passes (statistics, then output), the
+//   row kept in L2 between them by an evict-last policy; 32-44 registers, so full occupancy.
 // Rows of any length take 16-byte packs: the elements before a row's first aligned pack (head) and
 // after its last (tail) are one element each of the first threads.
 // Prefetching variants run a grid of the blocks that fit on the GPU at once; each loads its next row
@@ -19,7 +22,8 @@
 // both chosen once when a plugin is configured; a prefetching variant's resident grid is measured then
 // too (skipNormMaxBlocks). Small launches (skipNormSmall) run a block per row, a pack per thread,
 // gamma/beta loaded with the row: their time is one row's chain of latencies.
-// y and sum may alias x or skip (same shape): each thread loads a row before it stores any of it.
+// y and sum may alias x or skip (same shape): each thread loads a row before it stores any of it
+// (looped rows: each pack is read and written by one thread, its stores after its last read).
 #include "common.cuh"
 #include "skip_norm.h"
 
