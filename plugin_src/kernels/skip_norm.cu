@@ -44,7 +44,7 @@ constexpr int kNumNv = 6;
 constexpr int kLong = 15;         // variant index of the long-row path
 constexpr int kLoop = 6;          // variant indices kLoop + i (i < 3): the looped path, 128 << i threads
 
-// variant = index into kNvs (or kLong) | flags
+// variant = index into kNvs (or kLoop + i, kLong) | flags
 // (kHoistBit: gamma/beta loaded with the row, before its reductions: a shorter chain per row, more registers)
 enum : int32_t { kWarpBit = 16, kHoistBit = 32, kVecBit = 64, kPrefetchBit = 128, kAllBits = 255 };
 constexpr int32_t encode(bool vec, bool warp, int nv, bool prefetch = false, bool hoist = false) {
@@ -451,7 +451,7 @@ constexpr int32_t loopVariant(int64_t packs, bool skip) {
 // --sweep; RESULTS.md, History): short rows a warp each; then a block with 2-4 packs per thread
 // (16-bit; fewer threads per row, more work each, amortize the reductions), 3-8 (FP32). 16-bit rows of
 // whole packs from 2048 elements (LayerNorm, RMSNorm), 3072 (RMSNorm, FP32 weights) or past 8192 (with
-// a skip; not skip+RMSNorm with FP32 weights, nor past 12288) take the looped path (12-29 points of copy
+// a skip; not skip+RMSNorm with FP32 weights, nor past 12288) take the looped path (4-27 points of copy
 // over the register rows at 4096-16384); FP32 rows keep the register rows, which it did not beat.
 // Prefetching won for RMSNorm (16-bit) and FP32 rows past 8192 without a skip. A variant that cannot
 // run gives way to the long path.
