@@ -3,7 +3,9 @@
 the unfused PyTorch eager chain, torch.compile(chain, dynamic=False,
 mode="max-autotune-no-cudagraphs") compiled afresh for every shape, Liger-Kernel where it has the
 op (LayerNorm, RMSNorm, fused add + RMSNorm with the sum output, SwiGLU, GEGLU) and a device-to-device
-copy of the same bytes.
+copy of the same bytes. Liger-Kernel is a benchmark-only dependency (pure Python): install its wheel
+with the interpreter that runs this, `python3 -m pip install --no-deps liger_kernel-*.whl` (a bare
+`pip` may belong to another Python; without the peer the run warns and its column stays empty).
 
 Every variant is timed as CUDA-graph replays of k back-to-back launches (k chosen so one replay
 takes ~1 ms), after warm-up; the median over replays / k is the time per launch, so CPU dispatch
