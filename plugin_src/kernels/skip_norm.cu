@@ -291,7 +291,12 @@ __global__ void __launch_bounds__(kMaxThreads) loopRowKernel(Row<T> a) {
     __shared__ float red[2][2][32];
     const int packs = int(a.hidden / VEC), t = threadIdx.x, step = blockDim.x;
     const float invH = 1.f / float(a.hidden);
-    auto sumAt = [&](const Pack<T, VEC>& xp, const Pack<T, VEC>& kp, int c, float (&s)[VEC]) { // x + skip + bias
+    // s = x + skip + bias at column c of the row at x (skip row k), read under eviction policy KEEP
+    auto sumAt = [&](auto keep, const T* x, const T* k, int c, float (&s)[VEC]) {
+        constexpr bool KEEP = decltype(keep)::value;
+        const Pack<T, VEC> xp = loadL2<KEEP, T, VEC>(x + c);
+        [[maybe_unused]] Pack<T, VEC> kp;
+        if constexpr (SKIP) kp = loadL2<KEEP, T, VEC>(k + c); // both loads before any use
         unpack(xp, s);
         if constexpr (SKIP) {
             float f[VEC];
@@ -316,12 +321,8 @@ __global__ void __launch_bounds__(kMaxThreads) loopRowKernel(Row<T> a) {
         int n = 0;
 #pragma unroll 1 // one pack in flight per thread: unrolled, the compiler hoists loads and takes registers
         for (int p = t; p < packs; p += step) {
-            const int c = p * VEC;
-            Pack<T, VEC> kp;
-            const Pack<T, VEC> xp = loadL2<true, T, VEC>(x + c);
-            if constexpr (SKIP) kp = loadL2<true, T, VEC>(k + c);
             float s[VEC];
-            sumAt(xp, kp, c, s);
+            sumAt(std::true_type{}, x, k, p * VEC, s);
             if (n == 0 && NORM == Norm::kLayer) shift = s[0];
 #pragma unroll
             for (int i = 0; i < VEC; ++i) {
@@ -341,11 +342,8 @@ __global__ void __launch_bounds__(kMaxThreads) loopRowKernel(Row<T> a) {
 #pragma unroll 1
         for (int p = t; p < packs; p += step) {
             const int c = p * VEC;
-            Pack<T, VEC> kp;
-            const Pack<T, VEC> xp = loadL2<false, T, VEC>(x + c);
-            if constexpr (SKIP) kp = loadL2<false, T, VEC>(k + c);
             float s[VEC], g[VEC], b[VEC], o[VEC];
-            sumAt(xp, kp, c, s);
+            sumAt(std::false_type{}, x, k, c, s);
             if constexpr (IOW) {
                 unpack(load<T, VEC>(a.gammaIo + c), g);
                 if (a.beta) unpack(load<T, VEC>(a.betaIo + c), b);
