@@ -26,8 +26,8 @@ DTYPES = ("float32", "float16", "bfloat16")
 TOL = {"float32": (1e-5, 0.0), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2)}
 HIDDENS = (1, 7, 64, 320, 768, 1024, 2048, 4096, 5120, 16384, 20000)
 ROWS = (1, 3, 37, 1025)
-# Odd hidden sizes (scalar path: not a multiple of the 16-byte width) and, with offset 1,
-# unaligned pointers, across the warp, block, block-scalar and fallback paths.
+# Odd hidden sizes (rows not a multiple of the 16-byte width: head/tail elements, packs across rows)
+# and, with offset 1, unaligned pointers (the scalar paths), across the warp, block and long-row paths.
 ODD = ((5, 1001), (3, 8190), (2, 12001), (37, 768), (3, 4096), (2, 16384), (2, 20000), (1025, 7))
 # Bias+activation with aligned x: 16-byte packs that straddle rows (bias wrapping to column 0), rows
 # shorter than a pack, a last partial pack; bias aligned or one float off (its shifted float4 loads).
