@@ -15,6 +15,12 @@ measured there: the variant picked, the best other variants and the picked one w
   python3 scripts/profile_kernels.py --ncu-json benchmarks/ncu_norms.json --results benchmarks/results.json \
       --sweep benchmarks/sweep_norms.json --earlier v6=OLD/results.json --out benchmarks
   python3 scripts/profile_kernels.py --points layer_norm:fp16:12288x4096 rms_norm:bf16:3072x16384 --out DIR
+  # a forced variant, or a peer's kernel (the max-autotune compile, Liger-Kernel) at the same point:
+  python3 scripts/profile_kernels.py --points layer_norm:fp16:12288x4096:v70 layer_norm:fp16:12288x4096:compile --out DIR
+
+Only the launch of each point is profiled (an NVTX range): a compiled peer's autotuning is not. With
+compiled peers a first pass without ncu fills Inductor's cache (its source and chosen configs are
+printed), so the profiled process loads the kernel instead of autotuning it again.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-KERNELS = "regex:rowKernel|longRowKernel|biasActKernel"
+RANGE = "profiled"  # the NVTX range around each point's launch (ncu --nvtx-include)
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
 STALL = "smsp__average_warps_issue_stalled_"
 STALL_END = "_per_issue_active.ratio"
@@ -50,6 +56,9 @@ def describe(v: int) -> str:
     weights loaded before the reductions."""
     if v & 15 == 15:
         return "long" + ("" if v & 64 else " scalar")
+    if 6 <= v & 15 <= 8:  # the looped path (kLoop)
+        return ("looped warp" if v & 16 else f"looped {128 << ((v & 15) - 6)}") + (" own-row L2 prefetch" if v & 32 else "") \
+            + (" next-row L2 prefetch" if v & 128 else "")
     kind = "warp" if v & 16 else "block"
     return (f"{kind} x{PACKS[v & 15] if v & 15 < len(PACKS) else '?'}" + (" prefetch" if v & 128 else "")
             + (" hoisted weights" if v & 32 else ""))
@@ -113,30 +122,51 @@ def designs(s: dict | None, chosen: int | None = None, others: int = 2) -> str:
     return "; ".join(parts)
 
 
-def parse_point(p: str) -> tuple[str, str, int, int]:
+def parse_point(p: str) -> tuple[str, str, int, int, str]:
+    """op:dtype:ROWSxHIDDEN[:WHO] -> (op, dtype, rows, hidden, who); who: ours, vN (variant N forced),
+    compile or liger."""
     try:
-        op, dtype, shape = p.split(":")
+        op, dtype, shape, *rest = p.split(":")
         rows, hidden = (int(v) for v in shape.split("x"))
+        who = rest[0] if rest else "ours"
+        if len(rest) > 1 or not (who in ("ours", "compile", "liger") or who[0] == "v" and who[1:].isdigit()):
+            raise ValueError
     except ValueError:
-        raise SystemExit(f"bad point {p!r}: expected op:dtype:ROWSxHIDDEN")
+        raise SystemExit(f"bad point {p!r}: expected op:dtype:ROWSxHIDDEN[:ours|vN|compile|liger]")
     if op not in OPS:
         raise SystemExit(f"bad point {p!r}: op must be one of {', '.join(OPS)}")
-    return op, dtype, rows, hidden
+    return op, dtype, rows, hidden, who
 
 
 def child(points: list[str]) -> None:
-    """Runs each point's launch once (what ncu profiles)."""
+    """Runs each point's launch once inside the NVTX range ncu profiles (a compiled peer compiled first)."""
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import bench_kernels as bk
 
     for p in points:
-        op, dtype, rows, hidden = parse_point(p)
-        ours = bk.make_op(op, rows, hidden, bk.DTYPES[dtype])[0]
-        ours()
+        op, dtype, rows, hidden, who = parse_point(p)
+        ours, chain, cargs, liger, _ = bk.make_op(op, rows, hidden, bk.DTYPES[dtype],
+                                                  variant=int(who[1:]) if who[0] == "v" else -1)
+        if who == "compile":
+            cfn = bk.compiled(chain, cargs)
+            fn = lambda: cfn(*cargs)  # noqa: E731
+            for f in Path(bk.inductor_cache()).rglob("*.best_config"):  # the autotuner's picks
+                print(f"{p}: {f.name}: {f.read_text().strip()}", flush=True)
+        elif who == "liger":
+            if not liger:
+                raise SystemExit(f"{p}: Liger-Kernel has no such op here (or is not installed)")
+            fn = liger
+        else:
+            fn = ours
+        fn()
         torch.cuda.synchronize()
-        del ours
+        torch.cuda.nvtx.range_push(RANGE)
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        del ours, chain, cargs, liger, fn
         torch.cuda.empty_cache()
 
 
@@ -201,10 +231,12 @@ def table(recs: list[dict]) -> str:
 def profile(ncu: str, points: list[str], out: Path) -> list[dict]:
     """One ncu process over every point's launch; its report read back as CSV."""
     rep = out / "ncu_norms.ncu-rep"
-    cmd = [ncu, "--force-overwrite", "--export", str(rep), "--kernel-name", KERNELS]
+    run = [sys.executable, str(Path(__file__).resolve()), "--child", "--points"]
+    if any(parse_point(p)[4] == "compile" for p in points):  # compile and autotune outside ncu first
+        subprocess.run(run + points, check=True)
+    cmd = [ncu, "--force-overwrite", "--export", str(rep), "--nvtx", "--nvtx-include", f"{RANGE}/"]
     cmd += [a for s in SECTIONS for a in ("--section", s)]
-    cmd += [sys.executable, str(Path(__file__).resolve()), "--child", "--points", *points]
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd + run + points, check=True)
     text = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", "raw"], check=True,
                           capture_output=True, text=True).stdout
     return summarize(points, *rows_of(text))

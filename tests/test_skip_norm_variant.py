@@ -31,7 +31,7 @@ def test_small_launches_get_a_block_per_row_with_hoisted_weights(dtype, norm, sk
     assert kernels.skip_norm_variant(dtype, norm, skip, hidden, io, rows=limit) == small
     large = kernels.skip_norm_variant(dtype, norm, skip, hidden, io)
     assert kernels.skip_norm_variant(dtype, norm, skip, hidden, io, rows=limit + 1) == large
-    assert not large & HOIST
+    assert not large & HOIST or LOOP <= large & 15 < LOOP + 3  # looped variants: HOIST is the row's L2 prefetch
 
 
 def test_rows_past_the_register_budget_take_the_long_path():
@@ -42,15 +42,19 @@ def test_rows_past_the_register_budget_take_the_long_path():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_long_16bit_rows_take_the_looped_path(dtype):
-    # about 4 packs per thread: 128 threads up to 640 packs (LayerNorm 5120), 256 to 1024, then 512
-    for hidden, threads in ((2048, 128), (4096, 128), (5120, 128), (8192, 256), (12288, 512), (16384, 512)):
-        v = kernels.skip_norm_variant(dtype, "layer", False, hidden, True)
-        assert v == VEC | (LOOP + (threads // 128).bit_length() - 1), (hidden, v)
-        assert v in kernels.skip_norm_candidates(dtype, "layer", False, hidden)  # built
-    assert kernels.skip_norm_variant(dtype, "layer", True, 12288, True) == VEC | (LOOP + 2)
-    # rows that are not whole packs, short rows and FP32 keep the register rows
-    for hidden in (768, 4100, 12289):
-        assert kernels.skip_norm_variant(dtype, "layer", False, hidden, True) & 15 < LOOP
+    # about 4 packs per thread: 128 threads up to 640 packs (LayerNorm 5120), 256 to 1024 (rows not whole
+    # packs: 1536), then 512; every row prefetched into L2 before its first read (HOIST on looped variants)
+    loop = lambda threads: VEC | HOIST | (LOOP + (threads // 128).bit_length() - 1)  # noqa: E731
+    for hidden, threads in ((2048, 128), (4096, 128), (5120, 128), (8192, 256), (12288, 512), (16384, 512),
+                            (4100, 128), (5121, 128), (12289, 256), (16385, 512)):
+        for io in (True, False):
+            v = kernels.skip_norm_variant(dtype, "layer", False, hidden, io)
+            assert v == loop(threads), (hidden, io, v)
+            assert v in kernels.skip_norm_candidates(dtype, "layer", False, hidden)  # built
+    assert kernels.skip_norm_variant(dtype, "layer", True, 12288, True) == loop(512)
+    assert kernels.skip_norm_variant(dtype, "rms", True, 12289) == loop(512)
+    # short rows and FP32 keep the register rows
+    assert kernels.skip_norm_variant(dtype, "layer", False, 768, True) & 15 < LOOP
     assert kernels.skip_norm_variant("float32", "layer", False, 4096) & 15 < LOOP
 
 

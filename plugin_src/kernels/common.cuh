@@ -40,7 +40,7 @@ template <class T, int N> __device__ __forceinline__ void store(T* p, const floa
     for (int i = 0; i < N; ++i) pk.v[i] = fromFloat<T>(f[i]);
     if constexpr (sizeof(pk) == 16) { // one 16-byte store: NVVM splits the plain one where it loses the alignment
         const uint4 u = *reinterpret_cast<const uint4*>(&pk);
-        __stwb(reinterpret_cast<uint4*>(p), u);
+        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w) : "memory");
     } else {
         *reinterpret_cast<Pack<T, N>*>(p) = pk;
     }
@@ -62,6 +62,15 @@ template <bool KEEP, class T, int N> __device__ __forceinline__ Pack<T, N> loadL
     return pk;
 #else
     return load<T, N>(p);
+#endif
+}
+
+// Starts bringing the line at p into L2 (marked evict-last on sm_80+); no register waits on it.
+__device__ __forceinline__ void prefetchL2(const void* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
+#else
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 #endif
 }
 

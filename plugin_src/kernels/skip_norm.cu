@@ -56,6 +56,8 @@ constexpr bool isWarp(int32_t v) { return v & kWarpBit; }
 constexpr bool isPrefetch(int32_t v) { return v & kPrefetchBit; }
 constexpr int nvIndex(int32_t v) { return v & 15; }
 constexpr bool isLoop(int32_t v) { return nvIndex(v) >= kLoop && nvIndex(v) < kLoop + 3; }
+// Looped variants: kHoistBit prefetches each row into L2 before its first read (kOwnRow), kPrefetchBit
+// runs a resident grid that prefetches its next rows (kNextRow), kWarpBit a row per warp (128 threads).
 
 template <class T> struct Row {
     const T* x;
@@ -280,81 +282,136 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
     }
 }
 
-// The looped path: a row per block, each thread one pack at a time; the statistics from a first read
-// of the row, which marks it evict-last in L2, the output from a second read (Inductor's looped
-// reduction). 32-44 registers (sm_90), so up to 2048 threads of rows resident per SM where the
-// register rows hold 512-1024. Rows of whole aligned packs. LayerNorm's statistics: each thread's
-// sums about its own first value (no cancellation from the row's offset), the mean, then the
-// centred sum of squares from those sums (two reductions, like the register rows).
-template <class T, int VEC, Norm NORM, bool SKIP, bool IOW>
+// The looped path: a row per block (WARP: per warp), each thread one pack at a time; the statistics
+// from a first read of the row, which marks it evict-last in L2, the output from a second read
+// (Inductor's looped reduction). 32-44 registers (sm_90), so up to 2048 threads of rows resident per
+// SM where the register rows hold 512-1024. LayerNorm's statistics: each thread's sums about its own
+// first value (no cancellation from the row's offset), the mean, then the centred sum of squares from
+// those sums (two reductions, like the register rows).
+// PF & kOwnRow: the row's lines are prefetched into L2 before its first read (the packs a thread reads
+// one after another then wait on one DRAM latency, not one each); PF & kNextRow: a resident grid, each
+// row group prefetching its next row while it writes this one.
+// ODD: rows need not be whole aligned packs (Span: head and tail elements one each of the first
+// threads; 16-bit FP32 weights as float4s shifted into place).
+constexpr int kOwnRow = 1, kNextRow = 2;
+// BIAS: a.bias is set (a template flag: a runtime test became predicated adds on every pack).
+// Pointers advance by the step instead of being recomputed from the row and column per pack: fewer
+// instructions per element, which (with L2 prefetch) is what limits this path.
+template <class T, int VEC, Norm NORM, bool SKIP, bool BIAS, bool IOW, bool WARP, int PF, bool ODD>
 __global__ void __launch_bounds__(kMaxThreads) loopRowKernel(Row<T> a) {
     __shared__ float red[2][2][32];
-    const int packs = int(a.hidden / VEC), t = threadIdx.x, step = blockDim.x;
-    const float invH = 1.f / float(a.hidden);
-    // s = x + skip + bias at column c of the row at x (skip row k), read under eviction policy KEEP
-    auto sumAt = [&](auto keep, const T* x, const T* k, int c, float (&s)[VEC]) {
+    const int hidden = int(a.hidden), t = WARP ? threadIdx.x & 31 : threadIdx.x, step = WARP ? 32 : blockDim.x;
+    const int perBlock = WARP ? blockDim.x >> 5 : 1, jump = step * VEC;
+    const int64_t stride = int64_t(gridDim.x) * perBlock;
+    const float invH = 1.f / float(hidden);
+    auto weights = [&](const float* w, int c, bool vec4, float (&out)[VEC]) {
+        if constexpr (ODD) weightsAt<(sizeof(T) == 2), VEC>(w, c, hidden, vec4, out);
+        else loadWeights<VEC>(w + c, out);
+    };
+    // s = x + skip + bias at column c (x at xp, skip at kp), read under eviction policy KEEP
+    auto sumAt = [&](auto keep, const T* xp, const T* kp, int c, bool vec4, float (&s)[VEC]) {
         constexpr bool KEEP = decltype(keep)::value;
-        const Pack<T, VEC> xp = loadL2<KEEP, T, VEC>(x + c);
-        [[maybe_unused]] Pack<T, VEC> kp;
-        if constexpr (SKIP) kp = loadL2<KEEP, T, VEC>(k + c); // both loads before any use
-        unpack(xp, s);
+        const Pack<T, VEC> xv = loadL2<KEEP, T, VEC>(xp);
+        [[maybe_unused]] Pack<T, VEC> kv;
+        if constexpr (SKIP) kv = loadL2<KEEP, T, VEC>(kp); // both loads before any use
+        unpack(xv, s);
         if constexpr (SKIP) {
             float f[VEC];
-            unpack(kp, f);
+            unpack(kv, f);
 #pragma unroll
             for (int i = 0; i < VEC; ++i) s[i] += f[i];
         }
-        if (a.bias) {
+        if constexpr (BIAS) {
             float b[VEC];
-            loadWeights<VEC>(a.bias + c, b);
+            weights(a.bias, c, vec4, b);
 #pragma unroll
             for (int i = 0; i < VEC; ++i) s[i] += b[i];
         }
     };
+    // the head or tail element of this thread, at column c
+    auto sumOne = [&](const T* x, const T* k, int c) {
+        return toFloat(x[c]) + (SKIP ? toFloat(k[c]) : 0.f) + (BIAS ? __ldg(a.bias + c) : 0.f);
+    };
+    auto prefetchRow = [&](int64_t row) {
+        const T* x = a.x + row * a.hidden;
+        const T* k = SKIP ? a.skipRow(row) : nullptr;
+#pragma unroll 1
+        for (int c = t * VEC; c < hidden; c += jump) {
+            prefetchL2(x + c);
+            if constexpr (SKIP) prefetchL2(k + c);
+        }
+    };
+    int64_t row = int64_t(blockIdx.x) * perBlock + (WARP ? threadIdx.x >> 5 : 0);
+    if ((PF & kNextRow) && row < a.rows) prefetchRow(row);
     int parity = 0;
 #pragma unroll 1
-    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x, parity ^= 1) {
+    for (; row < a.rows; row += stride, parity ^= 1) {
         const int64_t base = row * a.hidden;
         const T* x = a.x + base;
         const T* k = SKIP ? a.skipRow(row) : nullptr;
-        float shift = 0.f, s1 = 0.f, s2 = 0.f;
+        const Span<VEC> sp = ODD ? Span<VEC>(base, hidden) : Span<VEC>(0, hidden);
+        const bool vec4 = !ODD || (sp.head & 3) == 0;
+        const int first = sp.head + t * VEC, end = sp.head + sp.packs * VEC, tailCol = end + t;
+        const bool hasHead = ODD && t < sp.head, hasTail = ODD && t < sp.tail;
+        if (PF & kOwnRow) prefetchRow(row);
+        float shift = 0.f, s1 = 0.f, s2 = 0.f, e[2] = {0.f, 0.f};
         int n = 0;
-#pragma unroll 1 // one pack in flight per thread: unrolled, the compiler hoists loads and takes registers
-        for (int p = t; p < packs; p += step) {
-            float s[VEC];
-            sumAt(std::true_type{}, x, k, p * VEC, s);
-            if (n == 0 && NORM == Norm::kLayer) shift = s[0];
+        auto accumulate = [&](const float* v, int count) {
+            if (NORM == Norm::kLayer && n == 0) shift = v[0];
 #pragma unroll
-            for (int i = 0; i < VEC; ++i) {
-                const float d = s[i] - shift;
+            for (int i = 0; i < count; ++i) {
+                const float d = v[i] - shift;
                 s1 += d;
                 s2 = fmaf(d, d, s2);
             }
-            n += VEC;
+            n += count;
+        };
+        if (hasHead) e[0] = sumOne(x, k, t), accumulate(e, 1);
+        if (hasTail) e[1] = sumOne(x, k, tailCol), accumulate(e + 1, 1);
+        {
+            const T *xp = x + first, *kp = SKIP ? k + first : nullptr;
+#pragma unroll 1 // one pack in flight per thread: unrolled, the compiler hoists loads and takes registers
+            for (int c = first; c < end; c += jump, xp += jump, kp += SKIP ? jump : 0) {
+                float s[VEC];
+                sumAt(std::true_type{}, xp, kp, c, vec4, s);
+                accumulate(s, VEC);
+            }
         }
+        if ((PF & kNextRow) && row + stride < a.rows) prefetchRow(row + stride);
         float mean = 0.f;
         if constexpr (NORM == Norm::kLayer) {
-            mean = groupSum<false>(fmaf(float(n), shift, s1), red[parity][0]) * invH;
+            mean = groupSum<WARP>(fmaf(float(n), shift, s1), red[parity][0]) * invH;
             const float d = shift - mean; // sum of (v - mean)^2 = sum of ((v - shift) + d)^2
             s2 = fmaf(float(n) * d, d, fmaf(2.f * d, s1, s2));
         }
-        const float rstd = rsqrtf(groupSum<false>(s2, red[parity][1]) * invH + a.eps);
+        const float rstd = rsqrtf(groupSum<WARP>(s2, red[parity][1]) * invH + a.eps);
+        {
+            const T *xp = x + first, *kp = SKIP ? k + first : nullptr;
+            T* yp = a.y + base + first;
 #pragma unroll 1
-        for (int p = t; p < packs; p += step) {
-            const int c = p * VEC;
-            float s[VEC], g[VEC], b[VEC], o[VEC];
-            sumAt(std::false_type{}, x, k, c, s);
-            if constexpr (IOW) {
-                unpack(load<T, VEC>(a.gammaIo + c), g);
-                if (a.beta) unpack(load<T, VEC>(a.betaIo + c), b);
-            } else {
-                loadWeights<VEC>(a.gamma + c, g);
-                if (a.beta) loadWeights<VEC>(a.beta + c, b);
-            }
+            for (int c = first; c < end; c += jump, xp += jump, kp += SKIP ? jump : 0, yp += jump) {
+                float s[VEC], g[VEC], b[VEC], o[VEC];
+                sumAt(std::false_type{}, xp, kp, c, vec4, s);
+                if constexpr (IOW) {
+                    unpack(load<T, VEC>(a.gammaIo + c), g);
+                    if (a.beta) unpack(load<T, VEC>(a.betaIo + c), b);
+                } else {
+                    weights(a.gamma, c, vec4, g);
+                    if (a.beta) weights(a.beta, c, vec4, b);
+                }
 #pragma unroll
-            for (int i = 0; i < VEC; ++i) o[i] = fmaf((s[i] - mean) * rstd, g[i], a.beta ? b[i] : 0.f);
-            if (a.sum) store<T, VEC>(a.sum + base + c, s); // after the row's last read: sum may alias x or skip
-            store<T, VEC>(a.y + base + c, o);
+                for (int i = 0; i < VEC; ++i) o[i] = fmaf((s[i] - mean) * rstd, g[i], a.beta ? b[i] : 0.f);
+                if (a.sum) store<T, VEC>(a.sum + (yp - a.y), s); // after the row's last read: sum may alias x or skip
+                store<T, VEC>(yp, o);
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) { // the head and tail elements, from registers (read once)
+            if (h == 0 ? hasHead : hasTail) {
+                const int c = h == 0 ? t : tailCol;
+                if (a.sum) a.sum[base + c] = fromFloat<T>(e[h]);
+                a.y[base + c] = fromFloat<T>(fmaf((e[h] - mean) * rstd, __ldg(a.gamma + c), a.beta ? __ldg(a.beta + c) : 0.f));
+            }
         }
     }
 }
@@ -432,27 +489,31 @@ constexpr int nvAtLeast(int64_t nv) {
 constexpr bool fits(int32_t v, int es, int64_t hidden) {
     if (v < 0 || (v & ~kAllBits)) return false;
     const int idx = nvIndex(v), vw = isVec(v) ? vecOf(es) : 1;
-    if (idx == kLong || isLoop(v))
-        return (isVec(v) || idx == kLong) && !isWarp(v) && !isPrefetch(v) && !isHoist(v) && hidden % vw == 0;
+    if (isLoop(v)) return isVec(v) && (!isWarp(v) || idx == kLoop);
+    if (idx == kLong) return !isWarp(v) && !isPrefetch(v) && !isHoist(v) && hidden % vw == 0;
     if (!isVec(v) || idx >= kNumNv || kNvs[idx] * vw > kMaxElems) return false;
     const int64_t packs = hidden / vw; // whole packs in any row, whatever its alignment
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
 }
 
-// The looped path for rows of `packs` 16-byte packs: about 4 packs per thread, 128-512 threads.
-constexpr int32_t loopVariant(int64_t packs, bool skip) {
-    return encode(true, false, kLoop + (packs <= (skip ? 384 : 640) ? 0 : packs <= 1024 ? 1 : 2));
+// The looped path for rows of `packs` 16-byte packs (odd: rows not whole packs): about 4 packs per
+// thread, 128-512 threads; each row prefetched into L2 before its first read (kOwnRow: 1-8 points of
+// copy over the loop without it; the next-row prefetch and a warp per row lost, experiments/loop_sweep.json).
+constexpr int32_t loopVariant(int64_t packs, bool skip, bool odd = false) {
+    const int i = packs <= (skip ? 384 : 640) ? 0 : packs <= (odd && !skip ? 1536 : 1024) ? 1 : 2;
+    return encode(true, false, kLoop + i, false, true);
 }
 
 // The variant for rows of `hidden` elements of es bytes (vec: 16-byte packs possible; io: gamma/beta
 // in the 16-bit I/O dtype, rows whole packs), from the H200 sweeps of every variant (bench_kernels.py
 // --sweep; RESULTS.md, History): short rows a warp each; then a block with 2-4 packs per thread
-// (16-bit; fewer threads per row, more work each, amortize the reductions), 3-8 (FP32). 16-bit rows of
-// whole packs from 2048 elements (LayerNorm, RMSNorm), 3072 (RMSNorm, FP32 weights) or past 8192 (with
-// a skip; not skip+RMSNorm with FP32 weights, nor past 12288) take the looped path (4-27 points of copy
-// over the register rows at 4096-16384); FP32 rows keep the register rows, which it did not beat.
-// Prefetching won for RMSNorm (16-bit) and FP32 rows past 8192 without a skip. A variant that cannot
-// run gives way to the long path.
+// (16-bit; fewer threads per row, more work each, amortize the reductions), 3-8 (FP32). 16-bit rows
+// take the looped path from 2048 elements (LayerNorm, RMSNorm; RMSNorm with FP32 weights from 3072),
+// with a skip: LayerNorm from 2048 (BF16 or FP32 weights; FP16 rows of whole packs past 8192) or 4096
+// (rows not whole packs), RMSNorm past 8192 up to 12288 (16-bit weights) or rows not whole packs past
+// 8192 (4-27 points of copy over the register rows at 4096-16384; 7-27 on rows not whole packs);
+// FP32 rows keep the register rows, which it did not beat. Prefetching won for RMSNorm (16-bit) and
+// FP32 rows past 8192 without a skip. A variant that cannot run gives way to the long path.
 // 16-bit rows of whole packs with 16-bit weights (the sweep in benchmarks/sweep_norms.json).
 constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
     const int64_t packs = hidden / 8;
@@ -460,7 +521,8 @@ constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
         const int nv = nvAtLeast(ceilDiv(packs, 32));
         return packs > 64 && !layer && !skip ? encode(true, false, nvAtLeast(3)) : encode(true, true, nv, packs <= 64 && !skip);
     }
-    if (skip ? hidden > 8192 && (layer || hidden <= 12288) : hidden >= 2048) return loopVariant(packs, skip);
+    if (skip ? (hidden > 8192 || (layer && bf16)) && (layer || hidden <= 12288) : hidden >= 2048)
+        return loopVariant(packs, skip);
     return encode(true, false, nvAtLeast(skip && (hidden > 12288 || bf16) ? 4 : 2));
 }
 
@@ -480,8 +542,10 @@ constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, 
     } else if (packs <= 96 && (es == 2 || packs <= 128)) {
         v = encode(true, true, nvAtLeast(ceilDiv(packs, 32)), es == 2 && !skip);
     } else if (es == 2) {
-        if (hidden % 8 == 0 && (layer || !skip) && hidden >= (layer ? 2048 : 3072)) v = loopVariant(packs, skip);
-        else if (hidden > 8192) v = hidden % 8 ? encode(true, false, nvAtLeast(4)) : fallback;
+        const bool odd = hidden % 8 != 0;
+        if (skip ? (layer ? hidden >= (odd ? 4096 : 2048) : odd && hidden > 8192) : hidden >= (layer ? 2048 : 3072))
+            v = loopVariant(packs, skip, odd);
+        else if (hidden > 8192) v = odd ? encode(true, false, nvAtLeast(4)) : fallback;
         else if (skip) v = encode(true, false, nvAtLeast(4));
         else if (layer) v = encode(true, false, nvAtLeast(hidden >= 3072 && !bf16 ? 3 : 2));
         else v = encode(true, false, nvAtLeast(hidden > 3072 && hidden <= 6144 ? 4 : 2), true);
@@ -504,14 +568,19 @@ constexpr int64_t kEdges[] = {1,    128,  129,   256,   257,   384,   384 + 8, 5
 // Whether rows of `hidden` elements of es bytes take the SHIFT kernels.
 constexpr bool shifted(int es, int64_t hidden) { return es == 2 && hidden % 4 != 0; }
 
-// Whether this build has the kernel of variant v for (es, bf16, norm, skip, shifted()): one pick() can
-// return (beside each edge, rows of both kinds occur), or with TRTPLUGINS_SWEEP every one (for
-// bench_kernels.py --sweep). Long-row kernels always.
-constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip, bool shift) {
+// Rows of whole packs (0), of 16-bit rows starting 8 bytes apart (1), SHIFT rows (2); kernels serve a
+// mask of these classes.
+constexpr int rowClass(int es, int64_t hidden) { return hidden % vecOf(es) == 0 ? 0 : shifted(es, hidden) ? 2 : 1; }
+constexpr unsigned kWhole = 1, kAnyRow = 7;
+
+// Whether this build has the kernel of variant v for (es, bf16, norm, skip) and rows of the classes in
+// `rows`: one pick() can return (beside each edge, rows of every class occur), or with TRTPLUGINS_SWEEP
+// every one (for bench_kernels.py --sweep). Long-row kernels always.
+constexpr bool built(int32_t v, int es, bool bf16, Norm norm, bool skip, unsigned rows) {
     if (TRTPLUGINS_SWEEP || nvIndex(v) == kLong) return true;
     for (int64_t edge : kEdges)
         for (int64_t h : {edge - 1, edge, edge + 1, edge + 4}) // edge + 4: rows of half packs (16-bit)
-            for (int k = 0; k < 4 && h > 0 && shifted(es, h) == shift; ++k)
+            for (int k = 0; k < 4 && h > 0 && (rows >> rowClass(es, h) & 1); ++k)
                 if (pick(es, bf16, norm, skip, h, true, k & 1, k & 2) == v) return true;
     return false;
 }
@@ -520,7 +589,7 @@ template <class T> constexpr bool kBf16 = sizeof(T) == 2 && !std::is_same_v<T, _
 
 bool feasible(int32_t v, DType dt, Norm norm, bool skip, int64_t hidden) {
     const int es = elemSize(dt);
-    return fits(v, es, hidden) && built(v, es, dt == DType::kBFloat16, norm, skip, shifted(es, hidden));
+    return fits(v, es, hidden) && built(v, es, dt == DType::kBFloat16, norm, skip, 1u << rowClass(es, hidden));
 }
 
 // Calls f(kernel, threads per block, rows per block) for variant v's kernel.
@@ -529,7 +598,7 @@ cudaError_t atCombo(int64_t hidden, F& f) {
     constexpr bool W = C & 2, P = C & 1, S = C & 4, IOW = C & 8, H = C & 16, SH = C & 32;
     constexpr int NV = kNvs[I];
     if constexpr (NV * VEC > kMaxElems || ((IOW || SH) && sizeof(T) != 2) || (IOW && SH) ||
-                  !built(encode(true, W, I, P, H), sizeof(T), kBf16<T>, NORM, S, SH)) {
+                  !built(encode(true, W, I, P, H), sizeof(T), kBf16<T>, NORM, S, SH ? 4 : kAnyRow & ~4)) {
         return cudaErrorInvalidValue;
     } else {
         const unsigned threads = W ? 32 * kWarpRows : unsigned(blockThreads(hidden / VEC, NV));
@@ -555,30 +624,39 @@ cudaError_t atIndex(int32_t v, bool skip, bool iow, int64_t hidden, F& f, std::i
     return e;
 }
 
-// Whether this build has the looped-path kernels for (T, NORM, skip): pick() returns one of them.
-template <class T, Norm NORM, bool S> constexpr bool kLoopBuilt = [] {
-    for (int i = 0; i < 3; ++i)
-        if (built(encode(true, false, kLoop + i), sizeof(T), kBf16<T>, NORM, S, false)) return true;
-    return false;
-}();
+// Calls f(kernel, threads, rows per block) for looped variant v's kernel (combo: its template flags).
+template <class T, int VEC, Norm NORM, int C, class F> cudaError_t atLoopCombo(int32_t v, F& f) {
+    constexpr bool S = C & 1, IOW = C & 2, W = C & 4, ODD = C & 32, B = C & 64;
+    constexpr int PF = (C >> 3) & 3;
+    constexpr int32_t flags = encode(true, W, 0, PF & kNextRow, PF & kOwnRow);
+    constexpr bool any = [] { // the build has this kernel for some variant of these flags
+        for (int i = 0; i < 3; ++i)
+            if (built(flags | (kLoop + i), sizeof(T), kBf16<T>, NORM, S, ODD ? kAnyRow & ~kWhole : kWhole)) return true;
+        return false;
+    }();
+    if constexpr (!any || (IOW && (sizeof(T) != 2 || ODD))) {
+        return cudaErrorInvalidValue;
+    } else {
+        const unsigned threads = 128u << (nvIndex(v) - kLoop);
+        return f(loopRowKernel<T, VEC, NORM, S, B, IOW, W, PF, ODD>, threads, W ? int(threads / 32) : 1);
+    }
+}
 
-template <class T, int VEC, Norm NORM, class F> cudaError_t withLoopKernel(int32_t v, bool skip, bool iow, F& f) {
-    const unsigned threads = 128u << (nvIndex(v) - kLoop);
-    auto go = [&](auto s, auto io) -> cudaError_t {
-        constexpr bool S = decltype(s)::value, IOW = decltype(io)::value;
-        if constexpr (!kLoopBuilt<T, NORM, S> || (IOW && sizeof(T) != 2)) return cudaErrorInvalidValue;
-        else return f(loopRowKernel<T, VEC, NORM, S, IOW>, threads, 1);
-    };
-    using Y = std::true_type;
-    using N = std::false_type;
-    return skip ? (iow ? go(Y{}, Y{}) : go(Y{}, N{})) : (iow ? go(N{}, Y{}) : go(N{}, N{}));
+template <class T, int VEC, Norm NORM, class F, int... C>
+cudaError_t withLoopKernel(int32_t v, bool skip, bool bias, bool iow, int64_t hidden, F& f, std::integer_sequence<int, C...>) {
+    const int combo = (bias ? 64 : 0) | (hidden % VEC ? 32 : 0) | (isPrefetch(v) ? kNextRow << 3 : 0) | (isHoist(v) ? kOwnRow << 3 : 0) |
+                      (isWarp(v) ? 4 : 0) | (iow ? 2 : 0) | (skip ? 1 : 0);
+    cudaError_t e = cudaErrorInvalidValue;
+    ((combo == C ? (e = atLoopCombo<T, VEC, NORM, C>(v, f), true) : false) || ...);
+    return e;
 }
 
 // Calls f(kernel, threads, rows per block) for the kernel of a feasible variant v (with a skip input or
 // not; iow: weights in T, rows whole aligned packs).
-template <class T, Norm NORM, class F> cudaError_t withKernel(int32_t v, bool skip, bool iow, int64_t hidden, F&& f) {
+template <class T, Norm NORM, class F>
+cudaError_t withKernel(int32_t v, bool skip, bool bias, bool iow, int64_t hidden, F&& f) {
     constexpr int VEC = IoSize<T>::kVec;
-    if (isLoop(v)) return withLoopKernel<T, VEC, NORM>(v, skip, iow, f);
+    if (isLoop(v)) return withLoopKernel<T, VEC, NORM>(v, skip, bias, iow, hidden, f, std::make_integer_sequence<int, 128>{});
     if (nvIndex(v) == kLong) {
         return isVec(v) ? f(longRowKernel<T, VEC, NORM>, unsigned(kLongThreads), 1)
                         : f(longRowKernel<T, 1, NORM>, unsigned(kLongThreads), 1);
@@ -586,11 +664,12 @@ template <class T, Norm NORM, class F> cudaError_t withKernel(int32_t v, bool sk
     return atIndex<T, VEC, NORM>(v, skip, iow, hidden, f, std::make_integer_sequence<int, kNumNv>{});
 }
 
-template <class F> cudaError_t withKernel(DType dt, Norm norm, int32_t v, bool skip, bool iow, int64_t hidden, F&& f) {
+template <class F>
+cudaError_t withKernel(DType dt, Norm norm, int32_t v, bool skip, bool bias, bool iow, int64_t hidden, F&& f) {
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
-        return norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, iow, hidden, f)
-                                    : withKernel<T, Norm::kRms>(v, skip, iow, hidden, f);
+        return norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, bias, iow, hidden, f)
+                                    : withKernel<T, Norm::kRms>(v, skip, bias, iow, hidden, f);
     });
 }
 
@@ -613,16 +692,17 @@ int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioW
 
 int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden) {
     if (!feasible(variant, dt, norm, skip, hidden) || !isPrefetch(variant)) return 0;
-    int32_t blocks = 0; // with 16-bit weights or not, the fewer (a launch may run either)
-    for (bool iow : {false, true}) {
-        if (iow && dt == DType::kFloat32) break;
-        withKernel(dt, norm, variant, skip, iow, hidden, [&](auto kernel, unsigned threads, int) {
-            const int32_t n = residentBlocks(kernel, threads);
-            blocks = iow && blocks ? std::min(blocks, n) : n;
-            return cudaSuccess;
-        });
-    }
-    return blocks;
+    int32_t blocks = -1; // with 16-bit weights or not, a bias or not: the fewest (a launch may run any)
+    for (bool iow : {false, true})
+        for (bool bias : {false, true}) {
+            if (iow && dt == DType::kFloat32) continue;
+            withKernel(dt, norm, variant, skip, bias, iow, hidden, [&](auto kernel, unsigned threads, int) {
+                const int32_t n = residentBlocks(kernel, threads);
+                blocks = blocks < 0 ? n : std::min(blocks, n);
+                return cudaSuccess;
+            });
+        }
+    return std::max(blocks, 0);
 }
 
 int skipNormCandidates(DType dt, Norm norm, bool skip, int64_t hidden, int32_t* out, int cap) {
@@ -668,8 +748,9 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
             }
             return launchKernel(kernel, gridFor(grid), threads, stream, a);
         };
-        return args.norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, iow, args.hidden, go)
-                                         : withKernel<T, Norm::kRms>(v, skip, iow, args.hidden, go);
+        const bool bias = args.bias != nullptr;
+        return args.norm == Norm::kLayer ? withKernel<T, Norm::kLayer>(v, skip, bias, iow, args.hidden, go)
+                                         : withKernel<T, Norm::kRms>(v, skip, bias, iow, args.hidden, go);
     });
 }
 
