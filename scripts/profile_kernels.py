@@ -31,6 +31,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 RANGE = "profiled"  # the NVTX range around each point's launch (ncu --nvtx-include)
@@ -150,10 +151,12 @@ def child(points: list[str]) -> None:
         ours, chain, cargs, liger, _ = bk.make_op(op, rows, hidden, bk.DTYPES[dtype],
                                                   variant=int(who[1:]) if who[0] == "v" else -1)
         if who == "compile":
+            start = time.time() - 1
             cfn = bk.compiled(chain, cargs)
             fn = lambda: cfn(*cargs)  # noqa: E731
-            for f in Path(bk.inductor_cache()).rglob("*.best_config"):  # the autotuner's picks
-                print(f"{p}: {f.name}: {f.read_text().strip()}", flush=True)
+            for f in Path(bk.inductor_cache()).rglob("*.best_config"):  # the autotuner's picks for this point
+                if f.stat().st_mtime >= start:
+                    print(f"{p}: {f.name}: {f.read_text().strip()}", flush=True)
         elif who == "liger":
             if not liger:
                 raise SystemExit(f"{p}: Liger-Kernel has no such op here (or is not installed)")

@@ -53,6 +53,8 @@ def test_long_16bit_rows_take_the_looped_path(dtype):
             assert v in kernels.skip_norm_candidates(dtype, "layer", False, hidden)  # built
     assert kernels.skip_norm_variant(dtype, "layer", True, 12288, True) == loop(512)
     assert kernels.skip_norm_variant(dtype, "rms", True, 12289) == loop(512)
+    assert kernels.skip_norm_variant(dtype, "layer", True, 4100) == loop(128)
+    assert kernels.skip_norm_variant(dtype, "layer", True, 1024, True) & 15 < LOOP
     # short rows and FP32 keep the register rows
     assert kernels.skip_norm_variant(dtype, "layer", False, 768, True) & 15 < LOOP
     assert kernels.skip_norm_variant("float32", "layer", False, 4096) & 15 < LOOP

@@ -496,12 +496,12 @@ constexpr bool fits(int32_t v, int es, int64_t hidden) {
     return isWarp(v) ? packs <= 32 * kNvs[idx] : blockThreads(packs, kNvs[idx]) <= kMaxThreads;
 }
 
-// The looped path for rows of `packs` 16-byte packs (odd: rows not whole packs): about 4 packs per
-// thread, 128-512 threads; each row prefetched into L2 before its first read (kOwnRow: 1-8 points of
-// copy over the loop without it; the next-row prefetch and a warp per row lost, experiments/loop_sweep.json).
-constexpr int32_t loopVariant(int64_t packs, bool skip, bool odd = false) {
-    const int i = packs <= (skip ? 384 : 640) ? 0 : packs <= (odd && !skip ? 1536 : 1024) ? 1 : 2;
-    return encode(true, false, kLoop + i, false, true);
+// The looped path for rows of `packs` 16-byte packs: about 4 packs per thread (128 threads up to
+// `to128` packs, 256 up to `to256`, then 512); each row prefetched into L2 before its first read
+// (kOwnRow: 1-8 points of copy over the loop without it; the next-row prefetch and a warp per row lost:
+// experiments/loop_prefetch_sweep.json).
+constexpr int32_t loopVariant(int64_t packs, int64_t to128 = 640, int64_t to256 = 1024) {
+    return encode(true, false, kLoop + (packs <= to128 ? 0 : packs <= to256 ? 1 : 2), false, true);
 }
 
 // The variant for rows of `hidden` elements of es bytes (vec: 16-byte packs possible; io: gamma/beta
@@ -521,8 +521,8 @@ constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
         const int nv = nvAtLeast(ceilDiv(packs, 32));
         return packs > 64 && !layer && !skip ? encode(true, false, nvAtLeast(3)) : encode(true, true, nv, packs <= 64 && !skip);
     }
-    if (skip ? (hidden > 8192 || (layer && bf16)) && (layer || hidden <= 12288) : hidden >= 2048)
-        return loopVariant(packs, skip);
+    if (skip ? (hidden > 8192 || (layer && bf16 && hidden >= 2048)) && (layer || hidden <= 12288) : hidden >= 2048)
+        return loopVariant(packs, skip ? 384 : 640);
     return encode(true, false, nvAtLeast(skip && (hidden > 12288 || bf16) ? 4 : 2));
 }
 
@@ -544,7 +544,8 @@ constexpr int32_t pick(int es, bool bf16, Norm norm, bool skip, int64_t hidden, 
     } else if (es == 2) {
         const bool odd = hidden % 8 != 0;
         if (skip ? (layer ? hidden >= (odd ? 4096 : 2048) : odd && hidden > 8192) : hidden >= (layer ? 2048 : 3072))
-            v = loopVariant(packs, skip, odd);
+            v = odd ? (skip && !layer ? loopVariant(packs, 384) : loopVariant(packs, 640, 1536))
+                    : loopVariant(packs, skip ? 384 : 640);
         else if (hidden > 8192) v = odd ? encode(true, false, nvAtLeast(4)) : fallback;
         else if (skip) v = encode(true, false, nvAtLeast(4));
         else if (layer) v = encode(true, false, nvAtLeast(hidden >= 3072 && !bf16 ? 3 : 2));
