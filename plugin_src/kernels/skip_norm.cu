@@ -4,9 +4,9 @@
 //   block rows: one block of up to 512 threads per row, a barrier per reduction;
 //   long rows (past the register budget, or pointers not 16-byte aligned): one block per row, three
 //   passes over global memory, the re-reads served by L2;
-//   looped rows (16-bit rows of whole packs from 2048 elements): not in registers either: one block of
-//   128-512 threads per row, a pack per thread at a time, two passes (statistics, then output), the
-//   row kept in L2 between them by an evict-last policy; 32-44 registers, so full occupancy.
+//   looped rows (16-bit rows from 2048 elements): not in registers either: one block of 128-512 threads
+//   per row, a pack per thread at a time, two passes (statistics, then output), the row prefetched into
+//   L2 first and kept there between them by an evict-last policy; 32-40 registers.
 // Rows of any length take 16-byte packs: the elements before a row's first aligned pack (head) and
 // after its last (tail) are one element each of the first threads.
 // Prefetching variants run a grid of the blocks that fit on the GPU at once; each loads its next row
@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
 
 // The looped path: a row per block (WARP: per warp), each thread one pack at a time; the statistics
 // from a first read of the row, which marks it evict-last in L2, the output from a second read
-// (Inductor's looped reduction). 32-44 registers (sm_90), so up to 2048 threads of rows resident per
+// (Inductor's looped reduction). 32-40 registers (sm_90), so 1536-2048 threads of rows resident per
 // SM where the register rows hold 512-1024. LayerNorm's statistics: each thread's sums about its own
 // first value (no cancellation from the row's offset), the mean, then the centred sum of squares from
 // those sums (two reductions, like the register rows).
