@@ -38,7 +38,9 @@ template <class T, int N> __device__ __forceinline__ void store(T* p, const floa
     Pack<T, N> pk;
 #pragma unroll
     for (int i = 0; i < N; ++i) pk.v[i] = fromFloat<T>(f[i]);
-    if constexpr (sizeof(pk) == 16) { // one 16-byte store: NVVM splits the plain one where it loses the alignment
+    // One weak 16-byte store: NVVM splits a plain one into 4-byte stores where it loses the alignment,
+    // and __stwb's st.global.wb is a strong store in SASS (STG.E.128.STRONG.SM).
+    if constexpr (sizeof(pk) == 16) {
         const uint4 u = *reinterpret_cast<const uint4*>(&pk);
         asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w) : "memory");
     } else {
