@@ -50,6 +50,7 @@ ODD = (4100, 5121, 12289)
 SMALL = ((1, 768), (8, 768), (64, 768), (1, 4096), (64, 4096))
 X_BYTES = 96 * 2**20
 LOOP = 6  # variant index of the first looped-path kernel (skip_norm.cu kLoop)
+HOIST = 32  # on a looped variant: each row prefetched into L2 first (skip_norm.cu kHoistBit)
 EPS = 1e-5
 GN_OPS = ("group_norm", "group_norm_silu")
 GATED_OPS = ("swiglu", "geglu")
@@ -403,9 +404,9 @@ def sweep(args):
                 times, fp32w = {}, {}  # 16-bit: with weights in the I/O dtype (what plugins run), and FP32 only
                 chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h, dname != "fp32", rows)
                 for v in kernels.skip_norm_candidates(kname, *norm_kind(op), h):
-                    if args.looped_only and v != chosen and not LOOP <= v & 15 < LOOP + 3:
+                    if args.looped_only and v != chosen and not (LOOP <= v & 15 < LOOP + 3 and v & HOIST):
                         continue
-                    for io, into in ((True, times), (False, fp32w)) if dname != "fp32" else ((False, times),):
+                    for io, into in ((True, times), (False, fp32w))[:1 if args.looped_only else 2] if dname != "fp32" else ((False, times),):
                         ours = make_op(op, rows, h, dt, variant=v, io_weights=io)[0]
                         into[v] = graph_time(ours, nbytes * rows / 3.5e12)
                         del ours
@@ -553,7 +554,8 @@ def main():
                     help="compile the peer only at these hidden sizes (default: every point)")
     ap.add_argument("--compile-dtypes", nargs="*", default=list(DTYPES), choices=list(DTYPES))
     ap.add_argument("--sweep", action="store_true", help="time every norm kernel variant and GroupNorm plan (ours only)")
-    ap.add_argument("--looped-only", action="store_true", help="--sweep: only the picked variant and the looped ones")
+    ap.add_argument("--looped-only", action="store_true", help="--sweep: only the picked variant and the looped ones that prefetch their rows, "
+                    "16-bit weights only")
     ap.add_argument("--merge-into", type=Path, default=None, metavar="RESULTS_JSON",
                     help="time only the selected points and replace them in this results.json (the rest is kept)")
     ap.add_argument("--report-only", type=Path, default=None, metavar="RESULTS_JSON",
