@@ -14,6 +14,9 @@ measured there: the variant picked, the best other variants and the picked one w
   # the table again from an earlier run's ncu numbers (no GPU), with earlier designs' results.json:
   python3 scripts/profile_kernels.py --ncu-json benchmarks/ncu_norms.json --results benchmarks/results.json \
       --sweep benchmarks/sweep_norms.json --earlier v6=OLD/results.json --out benchmarks
+  # ncu on the large points that miss, the small ones' numbers from an earlier run:
+  python3 scripts/profile_kernels.py --results benchmarks/results.json --large-only --ncu-json benchmarks/ncu_norms.json \
+      --sweep DIR/sweep.json --out DIR
   python3 scripts/profile_kernels.py --points layer_norm:fp16:12288x4096 rms_norm:bf16:3072x16384 --out DIR
   # a forced variant, or a peer's kernel (the max-autotune compile, Liger-Kernel) at the same point:
   python3 scripts/profile_kernels.py --points layer_norm:fp16:12288x4096:v70 layer_norm:fp16:12288x4096:compile --out DIR
@@ -261,15 +264,18 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("benchmarks"))
     ap.add_argument("--ncu", default="ncu")
     ap.add_argument("--ncu-json", type=Path, help="an earlier run's ncu_norms.json: its points and ncu numbers (no ncu run)")
+    ap.add_argument("--large-only", action="store_true", help="--results: run ncu on the large points that miss "
+                    "only; the small ones keep --ncu-json's numbers")
     ap.add_argument("--earlier", nargs="*", default=[], metavar="LABEL=RESULTS_JSON",
                     help="results.json of earlier designs: their %% of copy per point")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     points = list(args.points)
-    bench, sweep = {}, {}
+    bench, sweep, wanted = {}, {}, []
     if args.results:
         results = read_json(args.results, lambda d: d["results"])
-        points += missed({"results": results})
+        wanted = missed({"results": results})
+        points += [p for p in wanted if not args.large_only or parse_point(p)[2] > 64]
         bench = {key(r): r for r in results}
     for path in args.sweep:  # GroupNorm entries have a shape, not rows
         sweep.update({key(r): r for r in read_json(path, lambda d: [r for r in d if "rows" in r])})
@@ -284,13 +290,17 @@ def main() -> None:
     if args.child:
         return child(points)
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.ncu_json:
-        keep = ("point", "kernel", "stalls", *COLUMNS.values())
-        recs = [{k: r.get(k) for k in keep} for r in read_json(args.ncu_json, list)]
-    elif not points:
+    if not points and not args.ncu_json:
         raise SystemExit("no points: give --results, --points or --ncu-json")
-    else:
+    recs = []
+    if points and (args.large_only or not args.ncu_json):
         recs = profile(args.ncu, points, args.out)
+    if args.ncu_json:  # an earlier run's numbers for the points not profiled now (with --results: that still miss)
+        keep, done = ("point", "kernel", "stalls", *COLUMNS.values()), {r["point"] for r in recs}
+        recs += [{k: r.get(k) for k in keep} for r in read_json(args.ncu_json, list)
+                 if r["point"] not in done and (not wanted or r["point"] in wanted)]
+        order = {p: i for i, p in enumerate(wanted or points)}
+        recs.sort(key=lambda r: order.get(r["point"], len(order)))
     for r in recs:
         b = bench.get(r["point"]) or {}
         r.update(bench_cols(b), designs=designs(sweep.get(r["point"]), b.get("variant")),

@@ -121,3 +121,21 @@ def test_later_sweep_file_gives_the_designs(tmp_path, monkeypatch):
     pk.main()
     text = (tmp_path / "out" / "ncu_norms.md").read_text()
     assert "picked block x1 hoisted weights: 50; warp x3: 25" in text
+
+
+def test_earlier_numbers_kept_for_points_that_still_miss(tmp_path, monkeypatch):
+    results = {"results": [
+        point("layer_norm", "fp16", 12288, 4096, 76e-6, 50e-6),             # 66% of copy: missed
+        point("rms_norm", "fp16", 8, 4096, 3e-6, 1e-6, compile=2.5e-6),     # small, slower than compile
+        point("rms_norm", "fp16", 1, 4096, 2e-6, 1e-6, compile=2.5e-6),     # small, faster: met
+    ]}
+    earlier = [{"point": p, "kernel": "k", "stalls": {}, "us": 1.0}
+               for p in ("rms_norm:fp16:1x4096", "rms_norm:fp16:8x4096", "layer_norm:fp16:12288x4096")]
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    (tmp_path / "ncu.json").write_text(json.dumps(earlier))
+    monkeypatch.setattr(sys, "argv", ["profile_kernels.py", "--results", str(tmp_path / "results.json"),
+                                      "--ncu-json", str(tmp_path / "ncu.json"), "--out", str(tmp_path / "out")])
+    pk.main()
+    recs = json.loads((tmp_path / "out" / "ncu_norms.json").read_text())
+    assert [r["point"] for r in recs] == ["layer_norm:fp16:12288x4096", "rms_norm:fp16:8x4096"]  # the met point dropped
+    assert recs[0]["% copy"] == pytest.approx(100 * 50 / 76)
