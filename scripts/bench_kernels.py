@@ -403,10 +403,11 @@ def sweep(args):
                 copy = copy_time(nbytes * rows)
                 times, fp32w = {}, {}  # 16-bit: with weights in the I/O dtype (what plugins run), and FP32 only
                 chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h, dname != "fp32", rows)
+                weights = ((True, times), (False, fp32w)) if dname != "fp32" else ((False, times),)
                 for v in kernels.skip_norm_candidates(kname, *norm_kind(op), h):
                     if args.looped_only and v != chosen and not (LOOP <= v & 15 < LOOP + 3 and v & HOIST):
                         continue
-                    for io, into in ((True, times), (False, fp32w))[:1 if args.looped_only else 2] if dname != "fp32" else ((False, times),):
+                    for io, into in weights[:1] if args.looped_only else weights:
                         ours = make_op(op, rows, h, dt, variant=v, io_weights=io)[0]
                         into[v] = graph_time(ours, nbytes * rows / 3.5e12)
                         del ours
