@@ -7,6 +7,10 @@ copy of the same bytes. Liger-Kernel is a benchmark-only dependency (pure Python
 with the interpreter that runs this, `python3 -m pip install --no-deps liger_kernel-*.whl` (a bare
 `pip` may belong to another Python; without the peer the run warns and its column stays empty).
 
+Before it is timed, each launch of ours (every variant in a sweep) runs once and its outputs are
+compared with the eager chain's, to a few units in the last place of the dtype (TOL): a variant that
+differs is not timed, and the run says so and exits non-zero (a fast wrong kernel is not a result).
+
 Every variant is timed as CUDA-graph replays of k back-to-back launches (k chosen so one replay
 takes ~1 ms), after warm-up; the median over replays / k is the time per launch, so CPU dispatch
 never decides a result. Bytes = inputs read once + outputs written once (+ FP32 weights).
@@ -194,6 +198,40 @@ def op_points(op, args, dt):
     return [(rows, h, None) for rows, h in points(args, dt)]
 
 
+# --- output check -------------------------------------------------------------------------------
+
+#: |ours - chain| <= TOL * (1 + |chain|): a few units in the last place of the output dtype (the chains
+#: round some intermediates to it; ours keeps them in FP32)
+TOL = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
+def mismatch(got, want) -> str | None:
+    """None where every output of ours (a tensor, or a tuple like the chain's) matches the chain's
+    within TOL; else one line saying where it does not (NaN where the chain has none counts)."""
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    if len(got) != len(want):
+        return f"ours gives {len(got)} output(s), the chain {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape:
+            return f"output {i}: shape {tuple(g.shape)}, the chain's {tuple(w.shape)}"
+        g, w = g.flatten().float(), w.flatten().float()
+        bad = ~((g - w).abs() <= TOL[want[i].dtype] * (1 + w.abs()))
+        if bool(bad.any()):
+            k = int(bad.nonzero()[0])
+            return (f"output {i}: {int(bad.sum())} of {g.numel()} elements off, first at {k}: "
+                    f"{g[k].item():.6g} vs {w[k].item():.6g}")
+    return None
+
+
+def checked(what: str, ours, chain, cargs) -> str | None:
+    """Runs ours and the eager chain once and compares them (mismatch); prints a line if they differ."""
+    bad = mismatch(ours(), chain(*cargs))
+    if bad:
+        print(f"  WRONG {what}: {bad}", flush=True)
+    return bad
+
+
 # --- timing -------------------------------------------------------------------------------------
 
 
@@ -329,6 +367,9 @@ def bench(args):
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
                     rec["variant"] = kernels.group_norm_plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h, KNAME[dname])
+                bad = checked(f"{op} {dname} {shape_of(rec)}", ours, chain, cargs)
+                if bad:
+                    rec["mismatch"] = bad
                 rec["copy"] = copy_time(nbytes)
                 rec["ours"] = graph_time(ours, est)
                 rec["eager"] = graph_time(lambda: chain(*cargs), est * 3)
@@ -365,7 +406,7 @@ def norm_kind(op):
     return ("layer" if "layer" in op else "rms"), op.startswith("skip")
 
 
-def sweep_group_norm(args):
+def sweep_group_norm(args, wrong: dict):
     """Every GroupNorm plan at each GN point (ours only): which one the plugin picks, which is best."""
     out = []
     for op in [o for o in args.ops if o in GN_OPS]:
@@ -377,10 +418,17 @@ def sweep_group_norm(args):
                 copy = copy_time(nbytes)
                 times = {}
                 for plan in kernels.group_norm_candidates(shape[0], GN_GROUPS, size, kname):
-                    ours = make_group_norm(op, shape, dt, plan=plan)[0]
-                    times[str(plan)] = graph_time(ours, nbytes / 3.5e12 + 3e-6)
-                    del ours
+                    ours, chain, cargs = make_group_norm(op, shape, dt, plan=plan)[:3]
+                    what = f"{op} {dname} {'x'.join(map(str, shape))} plan {plan}"
+                    bad = checked(what, ours, chain, cargs)
+                    if bad:
+                        wrong[what] = bad
+                    else:
+                        times[str(plan)] = graph_time(ours, nbytes / 3.5e12 + 3e-6)
+                    del ours, chain, cargs
                 chosen = str(kernels.group_norm_plan(shape[0], GN_GROUPS, size, kname))
+                if chosen not in times:
+                    continue
                 best = min(times, key=times.get)
                 out.append({"op": op, "dtype": dname, "shape": "x".join(map(str, shape)), "copy": copy,
                             "times": times, "chosen": chosen, "best": best})
@@ -391,10 +439,11 @@ def sweep_group_norm(args):
     return out
 
 
-def sweep(args):
+def sweep(args, wrong: dict):
     """Every feasible variant of the norm kernels at each large point: which one the table picks
-    (and every GroupNorm plan, sweep_group_norm)."""
-    out = sweep_group_norm(args)
+    (and every GroupNorm plan, sweep_group_norm). Variants whose output differs from the eager chain
+    are not timed: they go to `wrong` (what -> mismatch line)."""
+    out = sweep_group_norm(args, wrong)
     for op in [o for o in args.ops if o in NORM_OPS]:
         for dname in args.dtypes:
             dt, kname = DTYPES[dname], KNAME[dname]
@@ -408,13 +457,20 @@ def sweep(args):
                     if args.looped_only and v != chosen and not (LOOP <= v & 15 < LOOP + 3 and v & HOIST):
                         continue
                     for io, into in weights[:1] if args.looped_only else weights:
-                        ours = make_op(op, rows, h, dt, variant=v, io_weights=io)[0]
-                        into[v] = graph_time(ours, nbytes * rows / 3.5e12)
-                        del ours
+                        ours, chain, cargs = make_op(op, rows, h, dt, variant=v, io_weights=io)[:3]
+                        what = f"{op} {dname} {rows}x{h} variant {v}{'' if io else ' FP32 weights'}"
+                        bad = checked(what, ours, chain, cargs)
+                        if bad:
+                            wrong[what] = bad
+                        else:
+                            into[v] = graph_time(ours, nbytes * rows / 3.5e12)
+                        del ours, chain, cargs
+                if chosen not in times:
+                    continue
                 best = min(times, key=times.get)
                 out.append({"op": op, "dtype": dname, "rows": rows, "hidden": h, "copy": copy, "times": times,
                             "chosen": chosen, "best": best, "fp32_weights": fp32w})
-                w32 = f"(FP32 weights {copy / fp32w[chosen] * 100:5.1f}%)  " if fp32w else ""
+                w32 = f"(FP32 weights {copy / fp32w[chosen] * 100:5.1f}%)  " if chosen in fp32w else ""
                 print(f"{op:16s} {dname} {rows:6d}x{h:<6d} chosen {chosen:3d} {copy / times[chosen] * 100:5.1f}%  "
                       f"{w32}best {best:3d} {copy / times[best] * 100:5.1f}%  "
                       + " ".join(f"{v}:{copy / t * 100:.0f}" for v, t in sorted(times.items())), flush=True)
@@ -566,7 +622,10 @@ def main():
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.sweep:
-        (args.out / "sweep.json").write_text(json.dumps(sweep(args), indent=1))
+        wrong = {}
+        (args.out / "sweep.json").write_text(json.dumps(sweep(args, wrong), indent=1))
+        if wrong:
+            sys.exit(f"{len(wrong)} variants differ from the eager chain (not timed): " + "; ".join(wrong))
         return
     hist_src = args.history or (args.out / "RESULTS.md" if (args.out / "RESULTS.md").is_file()
                                 else Path(__file__).resolve().parents[1] / "benchmarks" / "RESULTS.md")
@@ -588,6 +647,9 @@ def main():
         print(f"no plot ({e}); install matplotlib for bandwidth.png")
     print("\n".join(targets([r for r in data["results"] if r["rows"] > 64], [r for r in data["results"] if r["rows"] <= 64])))
     print(f"wrote {args.out}/RESULTS.md (+ results.json, bandwidth.png when timed / matplotlib present)")
+    wrong = [f"{r['op']} {r['dtype']} {shape_of(r)}" for r in data["results"] if r.get("mismatch")]
+    if wrong:
+        sys.exit(f"ours differs from the eager chain at {len(wrong)} points: " + "; ".join(wrong))
 
 
 if __name__ == "__main__":
