@@ -224,11 +224,14 @@ def mismatch(got, want) -> str | None:
     return None
 
 
-def checked(what: str, ours, chain, cargs) -> str | None:
-    """Runs ours and the eager chain once and compares them (mismatch); prints a line if they differ."""
+def checked(what: str, ours, chain, cargs, wrong: dict | None = None) -> str | None:
+    """Runs ours and the eager chain once and compares them (mismatch); where they differ, prints a
+    line and records it in `wrong` (what -> the mismatch)."""
     bad = mismatch(ours(), chain(*cargs))
     if bad:
         print(f"  WRONG {what}: {bad}", flush=True)
+        if wrong is not None:
+            wrong[what] = bad
     return bad
 
 
@@ -420,10 +423,7 @@ def sweep_group_norm(args, wrong: dict):
                 for plan in kernels.group_norm_candidates(shape[0], GN_GROUPS, size, kname):
                     ours, chain, cargs = make_group_norm(op, shape, dt, plan=plan)[:3]
                     what = f"{op} {dname} {'x'.join(map(str, shape))} plan {plan}"
-                    bad = checked(what, ours, chain, cargs)
-                    if bad:
-                        wrong[what] = bad
-                    else:
+                    if not checked(what, ours, chain, cargs, wrong):
                         times[str(plan)] = graph_time(ours, nbytes / 3.5e12 + 3e-6)
                     del ours, chain, cargs
                 chosen = str(kernels.group_norm_plan(shape[0], GN_GROUPS, size, kname))
@@ -459,10 +459,7 @@ def sweep(args, wrong: dict):
                     for io, into in weights[:1] if args.looped_only else weights:
                         ours, chain, cargs = make_op(op, rows, h, dt, variant=v, io_weights=io)[:3]
                         what = f"{op} {dname} {rows}x{h} variant {v}{'' if io else ' FP32 weights'}"
-                        bad = checked(what, ours, chain, cargs)
-                        if bad:
-                            wrong[what] = bad
-                        else:
+                        if not checked(what, ours, chain, cargs, wrong):
                             into[v] = graph_time(ours, nbytes * rows / 3.5e12)
                         del ours, chain, cargs
                 if chosen not in times:
