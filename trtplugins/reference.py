@@ -20,7 +20,9 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free form
+    # exp(-|x|) neither overflows nor cancels: 0.5 (1 + tanh(x / 2)) was 0 below x ~ -38
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
 
 def activation(name: str, x: np.ndarray) -> np.ndarray:
@@ -34,7 +36,7 @@ def activation(name: str, x: np.ndarray) -> np.ndarray:
     if name == "gelu":
         return 0.5 * x * _erfc(-x / math.sqrt(2.0)).astype(np.float64)  # 1 + erf(x) loses the tail
     if name == "gelu_tanh":
-        return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x**3)))
+        return x * _sigmoid(2.0 * _SQRT_2_OVER_PI * (x + 0.044715 * x**3))  # 0.5 x (1 + tanh(u)), no cancellation
     if name == "silu":
         return x * _sigmoid(x)
     if name == "quick_gelu":
