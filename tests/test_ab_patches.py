@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,18 +12,38 @@ sys.path.insert(0, str(EXP))
 import ab  # noqa: E402
 
 
-def test_every_pending_patch_applies_to_the_tree():
-    r = subprocess.run([sys.executable, str(EXP / "ab.py"), "--check", *ab.PENDING], capture_output=True, text=True)
+def check(tmp_path, *sets):
+    env = dict(os.environ, AB_WORK=str(tmp_path))  # the trees' copies go there
+    return subprocess.run([sys.executable, str(EXP / "ab.py"), "--check", *sets], capture_output=True, text=True, env=env)
+
+
+def test_every_pending_patch_applies_to_the_tree(tmp_path):
+    r = check(tmp_path, *ab.PENDING)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ab: every set applies: " + ", ".join(ab.PENDING)
 
 
-def test_a_stale_or_missing_patch_is_one_line():
-    r = subprocess.run([sys.executable, str(EXP / "ab.py"), "--check", "ring_skip_norm"], capture_output=True, text=True)
+def test_a_stale_or_missing_patch_is_one_line(tmp_path):
+    r = check(tmp_path, "ring_skip_norm")
     assert r.returncode == 1
     assert r.stderr.startswith("ab: ring_skip_norm.patch does not apply to the tree: ")
-    r = subprocess.run([sys.executable, str(EXP / "ab.py"), "--check", "no_such"], capture_output=True, text=True)
+    r = check(tmp_path, "no_such")
     assert r.returncode == 1 and r.stderr.startswith("ab: no such patch: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no copy left behind
+
+
+def test_a_diff_applies_at_an_offset_and_only_whole(tmp_path):
+    (tmp_path / "k.cu").write_text("// moved down\nint a;\nint b;\nint c;\n")
+    diff = ("--- a/k.cu\n+++ b/k.cu\n@@ -1,3 +1,3 @@\n int a;\n-int b;\n+long b;\n int c;\n"
+            "--- /dev/null\n+++ b/new/n.h\n@@ -0,0 +1 @@\n+#pragma once\n\\ No newline at end of file\n")
+    assert ab.apply_diff(diff, tmp_path) is None
+    assert (tmp_path / "k.cu").read_text() == "// moved down\nint a;\nlong b;\nint c;\n"
+    assert (tmp_path / "new" / "n.h").read_text() == "#pragma once"
+    # a second hunk that does not match: nothing is written, the reason is one line
+    bad = diff.split("--- /dev/null")[0] + "@@ -9,1 +9,1 @@\n-int z;\n+int y;\n"
+    (tmp_path / "k.cu").write_text("int a;\nint b;\nint c;\n")
+    assert ab.apply_diff(bad, tmp_path) == "b/k.cu: a hunk at line 9 does not match"
+    assert (tmp_path / "k.cu").read_text() == "int a;\nint b;\nint c;\n"
 
 
 def test_table_takes_the_median_and_the_ratio_to_the_first_label():

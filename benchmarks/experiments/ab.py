@@ -35,7 +35,13 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 # Built, checked statically, not yet run on the device (RESULTS.md, "Targets still missed"): CI checks they apply.
 PENDING = ("small_unroll1", "gelu_forms", "loop_rows_ahead")
-SKIP = shutil.ignore_patterns(".git", "build", "build-*", ".cache", ".whl", ".trt", "*.so", "__pycache__")
+TOP_SKIP = shutil.ignore_patterns(".git", "build", "build-*", ".cache", ".whl", ".trt", ".venv*")  # the root's own
+ANY_SKIP = shutil.ignore_patterns("*.so", "__pycache__")
+
+
+def skip(folder: str, names: list[str]) -> set[str]:
+    """What the tree's copy leaves out: build outputs and fetched material (trtplugins/build/ is source)."""
+    return ANY_SKIP(folder, names) | (TOP_SKIP(folder, names) if Path(folder) == ROOT else set())
 
 
 def patches(name: str) -> list[Path]:
@@ -47,18 +53,68 @@ def patches(name: str) -> list[Path]:
     return files
 
 
+def apply_diff(diff: str, tree: Path) -> str | None:
+    """Apply a unified diff (git's a/ b/ paths) to the files under tree: every hunk's context and removed
+    lines must match exactly, anywhere in the file (an offset, no fuzz). None, or why it does not apply.
+    (The GPU machine has no `patch` or `git apply` to rely on.) Files are written only if all hunks apply."""
+    out: dict[Path, list[str]] = {}
+    lines = diff.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        if not (lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")):
+            i += 1
+            continue
+        name = lines[i + 1][4:].split("\t")[0].strip()
+        path = tree / (name[2:] if name.startswith("b/") else name)
+        new = lines[i][4:].strip() == "/dev/null"
+        text = out.get(path) or ([] if new else path.read_text().splitlines(keepends=True) if path.is_file() else None)
+        if text is None:
+            return f"{name}: no such file"
+        i += 2
+        while i < len(lines) and lines[i].startswith("@@"):
+            start = int(lines[i].split()[1].split(",")[0][1:])
+            old, rep, prev = [], [], " "
+            i += 1
+            while i < len(lines) and lines[i][:1] in (" ", "-", "+", "\\") and not lines[i].startswith("--- "):
+                tag, body = lines[i][:1], lines[i][1:]
+                if tag == "\\":  # "no newline at end of file": the line before has none
+                    for seq in (old, rep) if prev == " " else (old,) if prev == "-" else (rep,):
+                        seq[-1] = seq[-1].rstrip("\n")
+                else:
+                    if tag in " -":
+                        old.append(body)
+                    if tag in " +":
+                        rep.append(body)
+                    prev = tag
+                i += 1
+            at = [k for k in range(len(text) - len(old) + 1) if text[k:k + len(old)] == old]
+            if not at:
+                return f"{name}: a hunk at line {start} does not match"
+            k = min(at, key=lambda k: abs(k + 1 - start))
+            text[k:k + len(old)] = rep
+        out[path] = text
+    if not out:
+        return "no file in the diff"
+    for path, text in out.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(text))
+    return None
+
+
 def prepare(name: str, work: Path, dry_run: bool = False) -> Path:
     """A copy of the tree with the set applied (base: the tree itself); exits on a patch that does not apply."""
     if name == "base":
         return ROOT
-    tree = work / name
+    files, tree = patches(name), work / name
     shutil.rmtree(tree, ignore_errors=True)
-    shutil.copytree(ROOT, tree, ignore=SKIP, symlinks=True)
-    for p in patches(name):
-        r = subprocess.run(["patch", "-p1", "--forward", "--batch", *(["--dry-run"] if dry_run else []), "-i", str(p)],
-                           cwd=tree, capture_output=True, text=True)
-        if r.returncode:
-            sys.exit(f"ab: {p.name} does not apply to the tree: {(r.stdout + r.stderr).strip().splitlines()[-1]}")
+    shutil.copytree(ROOT, tree, ignore=skip, symlinks=True)
+    for p in files:
+        why = apply_diff(p.read_text(), tree)
+        if why:
+            shutil.rmtree(tree)
+            sys.exit(f"ab: {p.name} does not apply to the tree: {why}")
+    if dry_run:
+        shutil.rmtree(tree)
     return tree
 
 
