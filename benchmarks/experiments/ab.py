@@ -163,19 +163,20 @@ def times_of(data) -> dict[str, float]:
 
 
 def table(runs: dict[str, list[dict[str, float]]]) -> list[str]:
-    """Median time per point and label, and base / label (> 1: the label is faster)."""
+    """Median time per point (us) and label, and first label / label (> 1: the label is faster)."""
     labels = list(runs)
     med = {lab: {k: statistics.median(t[k] for t in ts if k in t) for k in set().union(*ts)} for lab, ts in runs.items()}
     points = sorted(set().union(*(m.keys() for m in med.values())))
     ref = labels[0]
-    lines = ["point".ljust(34) + "".join(f"{lab[:16]:>18s}" for lab in labels)]
+    width = {lab: max(len(lab), 16) + 2 for lab in labels}
+    lines = ["point".ljust(34) + "".join(f"{lab:>{width[lab]}s}" for lab in labels)]
     for p in points:
         cells = []
         for lab in labels:
             t = med[lab].get(p)
             r = med[ref].get(p)
             cells.append("-" if t is None else f"{t * 1e6:.2f}" + ("" if lab == ref or r is None else f" {r / t:.3f}x"))
-        lines.append(p.ljust(34) + "".join(f"{c:>18s}" for c in cells))
+        lines.append(p.ljust(34) + "".join(f"{c:>{width[lab]}s}" for c, lab in zip(cells, labels)))
     return lines
 
 
@@ -214,7 +215,7 @@ def main():
     runs, raw, failed = {}, {}, {}
     for rep in range(args.repeat):
         for name, val in labels if rep % 2 == 0 else labels[::-1]:
-            label = name + (f"-{var}={val}" if var else "")
+            label = name + (f"-{val}" if var else "")  # loop_rows_ahead-2048
             run_dir = work / "runs" / f"{label}.{rep}"
             shutil.rmtree(run_dir, ignore_errors=True)
             env = dict(os.environ, TRTPLUGINS_KERNELS_LIB=str(libs[name]), PYTHONUNBUFFERED="1")
