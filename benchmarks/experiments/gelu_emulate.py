@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The GELU forms of experiments/gelu_forms.patch, checked on the CPU. GELU (erf), 16-bit outputs: fits Q (a
+"""The GELU forms of plugin_src/kernels/activations.cuh (v13), checked on the CPU. GELU (erf), 16-bit outputs: fits Q (a
 degree-DEG minimax polynomial in t / 2 for log2(exp(z^2) erfc(z) / t), t = 1 / (1 + z / 2)); GELU (tanh):
 v / (1 + 2^(-2u log2 e)) for 0.5 v (1 + tanh(u)). Every finite FP16 and BF16 input runs through the
 kernel's FP32 steps in numpy (an FMA rounded once; rcp and ex2 rounded and flushing results below 2^-126,

@@ -1,5 +1,5 @@
 // y = act(x + bias): an elementwise kernel over the flat tensor, FP32 math.
-// Fast path (x and y 16-byte aligned): 16-byte accesses, UNROLL independent loads in flight per thread,
+// Fast path (x and y 16-byte aligned): 16-byte accesses, kUnroll independent loads in flight per thread,
 // for any hidden: a pack may straddle two rows (its bias wraps to column 0), the last n % VEC elements
 // are one each of block 0's first threads. Fallback: one element per access (unaligned x or y).
 #include "bias_activation.h"
@@ -14,7 +14,7 @@ namespace {
 using namespace detail;
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 4;
+constexpr int kUnroll = 4; // packs in flight per thread (1 on small launches: a quarter of the code to fetch)
 
 // How a pack reads its bias: none; aligned float4s (hidden a multiple of VEC, bias 16-byte aligned);
 // from any column, wrapping at the row's end.
@@ -31,12 +31,12 @@ __device__ __forceinline__ void biasFrom(const float* __restrict__ bias, int64_t
     }
 }
 
-// Thread `g` handles packs g, g + S, g + 2S, ... (S = total threads), UNROLL at a time. The
+// Thread `g` handles packs g, g + S, g + 2S, ... (S = total threads), U at a time. The
 // column of each pack advances by a fixed step mod hidden, so no division in the loop.
-// step = (S * VEC) % hidden and stepU = (S * VEC * UNROLL) % hidden come from the host: 64-bit
+// step = (S * VEC) % hidden and stepU = (S * VEC * U) % hidden come from the host: 64-bit
 // division on the device is a long dependent chain that small launches pay in full.
 // The `tail` elements after the last whole pack (fewer than VEC) are one each of block 0's first threads.
-template <class T, int VEC, BiasRead B, Activation A>
+template <class T, int VEC, BiasRead B, Activation A, int U>
 __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const float* __restrict__ bias, T* y,
                                                           int64_t npacks, int64_t hidden, int64_t step,
                                                           int64_t stepU, int tail) {
@@ -52,14 +52,14 @@ __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const floa
     }
     int64_t col = 0;
     if constexpr (B != BiasRead::kNone) col = colOf(p * VEC);
-    for (; p < npacks; p += stride * kUnroll) {
-        Pack<T, VEC> in[kUnroll];
+    for (; p < npacks; p += stride * U) {
+        Pack<T, VEC> in[U];
 #pragma unroll
-        for (int k = 0; k < kUnroll; ++k)
+        for (int k = 0; k < U; ++k)
             if (p + k * stride < npacks) in[k] = load<T, VEC>(x + (p + k * stride) * VEC);
         int64_t c = col;
 #pragma unroll
-        for (int k = 0; k < kUnroll; ++k) {
+        for (int k = 0; k < U; ++k) {
             if (p + k * stride < npacks) {
                 float f[VEC];
                 unpack(in[k], f);
@@ -88,7 +88,8 @@ __global__ void __launch_bounds__(kThreads) biasActKernel(const T* x, const floa
 
 // One pass of the grid covers the tensor (kUnroll packs per thread); no device query on this path.
 // Small tensors spread over up to kSpread blocks, a pack per thread: a small launch lasts as long as
-// its longest thread's chain of loads and math.
+// its longest thread's chain of loads and math. Where every thread has at most one pack, the kernel
+// without the unrolled loads runs (U = 1: a quarter of the code for a cold SM to fetch).
 constexpr int64_t kSpread = 128;
 template <class T, int VEC, BiasRead B, Activation A>
 cudaError_t launchTyped(const T* x, const float* bias, T* y, int64_t n, int64_t hidden, cudaStream_t stream) {
@@ -97,9 +98,12 @@ cudaError_t launchTyped(const T* x, const float* bias, T* y, int64_t n, int64_t 
     int64_t blocks = ceilDiv(npacks, int64_t(kThreads) * kUnroll);
     if (blocks < kSpread) blocks = std::max<int64_t>(std::min(ceilDiv(npacks, int64_t(kThreads)), kSpread), 1);
     const unsigned grid = gridFor(blocks);
-    const int64_t stride = int64_t(grid) * kThreads;
-    return launchKernel(biasActKernel<T, VEC, B, A>, grid, kThreads, stream, x, bias, y, npacks, hidden,
-                        stride * VEC % hidden, stride * VEC * kUnroll % hidden, tail);
+    const int64_t stride = int64_t(grid) * kThreads, step = stride * VEC % hidden;
+    if (npacks <= stride) // at most one pack per thread
+        return launchKernel(biasActKernel<T, VEC, B, A, 1>, grid, kThreads, stream, x, bias, y, npacks, hidden, step,
+                            step, tail);
+    return launchKernel(biasActKernel<T, VEC, B, A, kUnroll>, grid, kThreads, stream, x, bias, y, npacks, hidden, step,
+                        stride * VEC * kUnroll % hidden, tail);
 }
 
 template <class T, int VEC, BiasRead B>
