@@ -1,0 +1,779 @@
+// GroupNorm, both layouts, one kernel (groupNormKernel) run as one cooperative launch or as two.
+//
+// Work split: the tensor is a row of units (an element channels-first, a pixel channels-last), cut into
+// `grid` contiguous ranges of `per` units, one per CTA. A segment is what one set of statistics covers:
+// a group (n, g) channels-first (contiguous), a sample n channels-last (its G groups interleaved in
+// every pixel). A CTA's range meets one or a few segments: its pieces.
+//
+// Fused plan (one launch, cudaLaunchAttributeCooperative: every CTA resident at once, one per SM):
+//   1. each CTA starts copying the last `resident` units of its range into shared memory (cp.async),
+//      sums the rest from global memory (16-byte loads marked evict-last: they are read again), then the
+//      staged tail, and writes one partial per piece (and group): sums of d = s - K and d^2, K = the
+//      segment's (group's) first value (shifted sums: no cancellation when the mean is far from 0);
+//   2. grid-wide barrier;
+//   3. each CTA merges its segments' partials in a fixed order (deterministic, identical in every CTA),
+//      normalizes the staged tail from shared memory and the rest re-read from global (mostly L2), and
+//      stores y (and s) evict-first.
+//   Tensors that fit on chip (all units resident) move exactly what a copy moves.
+// Two-launch plan (no cooperative launch): the same kernel, statistics then normalization, nothing
+// resident, x read twice.
+// Channels-first, a thread walks 16-byte packs of its piece (a pack stays in one channel); channels-last,
+// a CTA is rows x packs threads: each thread owns one pack of channels of every `rows`-th pixel, sums
+// per channel, and the CTA adds channels into groups through shared memory (any channels per group).
+// y and s may alias x or skip: each CTA reads every unit of its range before the barrier (resident) or
+// re-reads it itself before storing it, and no CTA stores outside its range.
+#include "common.cuh"
+#include "group_norm.h"
+
+#include <cooperative_groups.h>
+
+#include <mutex>
+
+namespace trtp {
+namespace {
+
+using namespace detail;
+
+constexpr int kThreads = 512;
+constexpr int64_t kMinUnitsBytes = 16384;   // a CTA gets at least this many bytes of x
+constexpr int64_t kTwoLaunchCtas = 528;     // ~4 CTAs per SM on an H100/H200
+constexpr int64_t kStaticSmem = 1024;       // the kernel's static shared memory, rounded up
+constexpr int64_t kMaxOffset = int64_t(1) << 31; // 32-bit element offsets inside a group / shared memory
+
+// n / d for 0 <= n < 2^31 (Granlund-Montgomery, as PyTorch's IntDivider).
+struct FastDiv {
+    uint32_t m = 1, s = 0;
+    FastDiv() = default;
+    explicit FastDiv(uint32_t d) {
+        while ((uint64_t(1) << s) < d) ++s;
+        m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1);
+    }
+    __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
+};
+
+template <class T> struct Gn {
+    const T* x;
+    const T* skip;
+    const float* bias;
+    const float* gamma;
+    const float* beta;
+    T* y;
+    T* sum;
+    float2* slots;  // [(cta + segment) * width + g]: (sum d, sum d^2); width: groups channels-last, else 1
+    float* shifts;  // [segment * width + g]: K
+    int64_t units, segLen, per, resident;
+    FastDiv spatialDiv;          // channels-first: an element's channel in its group
+    int32_t spatial, cpg, channels, cstride, groups;
+    int32_t packs, rows;         // channels-last: packs per pixel, pixels per CTA step
+    float eps, invCount;         // invCount: 1 / elements per group
+    GroupNormSkip skipMode;
+    GroupNormAct act;
+    bool stats, norm;            // the phases this launch runs (both: fused, a grid barrier between)
+};
+
+// Where a pack comes from: shared memory (staged), or global memory read again later (evict-last) or
+// for the last time (evict-first).
+enum class Src { kShared, kKeep, kLast };
+
+template <Src S, class T, int VEC> __device__ __forceinline__ Pack<T, VEC> fetch(const T* p) {
+    if constexpr (S == Src::kShared || VEC * sizeof(T) != 16) return load<T, VEC>(p);
+    else return loadL2<S == Src::kKeep, T, VEC>(p);
+}
+
+template <class T> __device__ __forceinline__ float2 pairToFloat2(uint32_t w) {
+    if constexpr (std::is_same_v<T, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&w));
+    else return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u)); // BF16
+}
+
+template <class T> __device__ __forceinline__ uint32_t float2ToPair(float a, float b) {
+    if constexpr (std::is_same_v<T, __half>) {
+        const __half2 h = __floats2half2_rn(a, b);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    }
+}
+
+template <class T, int VEC> __device__ __forceinline__ void toFloats(const Pack<T, VEC>& p, float (&f)[VEC]) {
+    if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+        const uint32_t* w = reinterpret_cast<const uint32_t*>(p.v);
+#pragma unroll
+        for (int i = 0; i < VEC / 2; ++i) {
+            const float2 v = pairToFloat2<T>(w[i]);
+            f[2 * i] = v.x, f[2 * i + 1] = v.y;
+        }
+    } else {
+        unpack(p, f);
+    }
+}
+
+// 16-byte packs stored evict-first: y and s are not read again here, x may still be.
+template <class T, int VEC> __device__ __forceinline__ void storeFloats(T* dst, const float (&f)[VEC]) {
+    if constexpr (sizeof(T) == 2 && VEC == 8) {
+        uint32_t w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[i] = float2ToPair<T>(f[2 * i], f[2 * i + 1]);
+        __stcs(reinterpret_cast<uint4*>(dst), make_uint4(w[0], w[1], w[2], w[3]));
+    } else if constexpr (sizeof(T) == 4 && VEC == 4) {
+        __stcs(reinterpret_cast<float4*>(dst), make_float4(f[0], f[1], f[2], f[3]));
+    } else {
+        store<T, VEC>(dst, f);
+    }
+}
+
+__device__ __forceinline__ float silu(float v) { return __fdividef(v, 1.f + __expf(-v)); } // exp overflow -> 0
+
+// Sums of two values over the block; every thread gets them. `red`: 2 x 32 floats, free on entry.
+__device__ __forceinline__ float2 blockSum2(float a, float b, float (*red)[32]) {
+    a = warpSum(a);
+    b = warpSum(b);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) red[0][warp] = a, red[1][warp] = b;
+    __syncthreads();
+    const int nw = blockDim.x >> 5;
+    a = warpSum(lane < nw ? red[0][lane] : 0.f);
+    b = warpSum(lane < nw ? red[1][lane] : 0.f);
+    __syncthreads();
+    return make_float2(a, b);
+}
+
+// Starts copying n elements from global src to shared dst (16-byte cp.async for packs on sm_80+;
+// waitStaged() waits), or copies them (other cases).
+template <class T, int VEC> __device__ __forceinline__ void stage(T* dst, const T* src, int32_t n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr bool kAsync = VEC * sizeof(T) == 16;
+#else
+    constexpr bool kAsync = false;
+#endif
+    for (int32_t j = int32_t(threadIdx.x) * VEC; j < n; j += kThreads * VEC) {
+        if constexpr (kAsync) {
+            const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst + j));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src + j) : "memory");
+        } else {
+            *reinterpret_cast<Pack<T, VEC>*>(dst + j) = load<T, VEC>(src + j);
+        }
+    }
+}
+
+__device__ __forceinline__ void waitStaged() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+    __syncthreads();
+}
+
+// A CTA's view: its range, the staged tail and the shared arrays.
+template <class T> struct Cta {
+    int64_t u0, u1, rs; // range [u0, u1); units >= rs are staged
+    const T* sx;        // staged x (unit rs at sx[0])
+    const T* sk;        // staged full skip
+    float* red;         // channels-last: rows x cstride floats, then 5 x groups
+    float (*red2)[32];
+    float* stats;       // channels-first: mean, rstd of the current piece
+};
+
+// ---- channels-first -------------------------------------------------------------------------------
+
+// A group's piece: elements [e0, e1) of segment (group) s.
+struct Piece {
+    int64_t s, e0, e1;
+};
+
+template <class T> __device__ __forceinline__ float cfAdd(const Gn<T>& a, int64_t n, int32_t c) {
+    float v = a.bias ? __ldg(a.bias + c) : 0.f;
+    if (a.skipMode == GroupNormSkip::kPerChannel) v += toFloat(a.skip[n * a.channels + c]);
+    return v;
+}
+
+// Calls f(s values, channel, element offset) for this thread's packs of elements [e0, e1) of group s,
+// read from src (S: shared memory holding unit `base` at xs[0], or global), U packs in flight.
+template <Src S, int U, class T, int VEC, class F>
+__device__ __forceinline__ void cfWalk(const Gn<T>& a, const T* xs, const T* ks, int64_t base, const Piece& p, F&& f) {
+    const int64_t n = p.s / a.groups, gs = p.s * a.segLen;
+    const int32_t c0 = int32_t(p.s - n * a.groups) * a.cpg;
+    constexpr int64_t kStep = int64_t(kThreads) * VEC;
+    for (int64_t o0 = p.e0 + int64_t(threadIdx.x) * VEC; o0 < p.e1; o0 += kStep * U) {
+        Pack<T, VEC> px[U], pk[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t o = o0 + u * kStep;
+            if (o < p.e1) {
+                px[u] = fetch<S, T, VEC>(xs + (o - base));
+                if (a.skipMode == GroupNormSkip::kFull) pk[u] = fetch<S, T, VEC>(ks + (o - base));
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t o = o0 + u * kStep;
+            if (o >= p.e1) continue;
+            float v[VEC];
+            toFloats(px[u], v);
+            if (a.skipMode == GroupNormSkip::kFull) {
+                float k[VEC];
+                toFloats(pk[u], k);
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) v[e] += k[e];
+            }
+            const int32_t c = c0 + int32_t(a.spatialDiv.div(uint32_t(o - gs)));
+            const float add = cfAdd(a, n, c);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) v[e] += add;
+            f(v, c, o);
+        }
+    }
+}
+
+template <class T> __device__ __forceinline__ float cfShift(const Gn<T>& a, int64_t s) {
+    const int64_t n = s / a.groups, gs = s * a.segLen;
+    float k = toFloat(a.x[gs]) + cfAdd(a, n, int32_t(s - n * a.groups) * a.cpg);
+    if (a.skipMode == GroupNormSkip::kFull) k += toFloat(a.skip[gs]);
+    return k;
+}
+
+template <class T, int VEC> __device__ void cfStats(const Gn<T>& a, const Cta<T>& t, bool& staged) {
+    const int64_t first = t.u0 / a.segLen, last = (t.u1 - 1) / a.segLen;
+    for (int64_t s = first; s <= last; ++s) {
+        const Piece p{s, t.u0 > s * a.segLen ? t.u0 : s * a.segLen, t.u1 < (s + 1) * a.segLen ? t.u1 : (s + 1) * a.segLen};
+        const float k = cfShift(a, s);
+        if (threadIdx.x == 0 && p.e0 == s * a.segLen) a.shifts[s] = k;
+        float s1 = 0.f, s2 = 0.f;
+        const auto acc = [&](const float (&v)[VEC], int32_t, int64_t) {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+                const float d = v[e] - k;
+                s1 += d;
+                s2 = fmaf(d, d, s2);
+            }
+        };
+        if (p.e0 < t.rs) cfWalk<Src::kKeep, 4, T, VEC>(a, a.x, a.skip, 0, {s, p.e0, p.e1 < t.rs ? p.e1 : t.rs}, acc);
+        if (p.e1 > t.rs) {
+            if (!staged) waitStaged(), staged = true;
+            cfWalk<Src::kShared, 2, T, VEC>(a, t.sx, t.sk, t.rs, {s, p.e0 > t.rs ? p.e0 : t.rs, p.e1}, acc);
+        }
+        const float2 r = blockSum2(s1, s2, t.red2);
+        if (threadIdx.x == 0) a.slots[blockIdx.x + s] = r;
+    }
+}
+
+template <class T, int VEC> __device__ void cfNorm(const Gn<T>& a, const Cta<T>& t) {
+    const int64_t first = t.u0 / a.segLen, last = (t.u1 - 1) / a.segLen;
+    for (int64_t s = last; s >= first; --s) {
+        const Piece p{s, t.u0 > s * a.segLen ? t.u0 : s * a.segLen, t.u1 < (s + 1) * a.segLen ? t.u1 : (s + 1) * a.segLen};
+        // The group's partials, CTAs j0..j1 in order (every CTA of the group merges them alike).
+        const int64_t j0 = s * a.segLen / a.per, j1 = ((s + 1) * a.segLen - 1) / a.per;
+        float s1 = 0.f, s2 = 0.f;
+        for (int64_t j = j0 + threadIdx.x; j <= j1; j += kThreads) {
+            const float2 v = a.slots[j + s];
+            s1 += v.x, s2 += v.y;
+        }
+        const float2 r = blockSum2(s1, s2, t.red2);
+        const float d = r.x * a.invCount;
+        float var = r.y * a.invCount - d * d;
+        var = var < 0.f ? 0.f : var; // keeps NaN
+        const float mean = a.shifts[s] + d, rstd = rsqrtf(var + a.eps);
+        const auto out = [&](const float (&v)[VEC], int32_t c, int64_t o) {
+            const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
+            if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
+            float w[VEC];
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+                w[e] = fmaf(v[e] - mean, sc, sh);
+                if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
+            }
+            storeFloats<T, VEC>(a.y + o, w);
+        };
+        if (p.e1 > t.rs) cfWalk<Src::kShared, 2, T, VEC>(a, t.sx, t.sk, t.rs, {s, p.e0 > t.rs ? p.e0 : t.rs, p.e1}, out);
+        if (p.e0 < t.rs) cfWalk<Src::kLast, 4, T, VEC>(a, a.x, a.skip, 0, {s, p.e0, p.e1 < t.rs ? p.e1 : t.rs}, out);
+    }
+}
+
+// ---- channels-last --------------------------------------------------------------------------------
+
+// This thread's channels: pack `px` of every `rows`-th pixel from `r`; idle threads (r >= rows) hold none.
+template <int VEC> struct Lane {
+    int32_t r, c;   // pixel row, first channel
+    bool active;
+    uint32_t valid; // bit e: channel c + e < channels (not the pad)
+    template <class T> __device__ __forceinline__ explicit Lane(const Gn<T>& a) {
+        r = int32_t(threadIdx.x) / a.packs;
+        c = (int32_t(threadIdx.x) - r * a.packs) * VEC;
+        active = r < a.rows;
+        valid = 0;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+            if (c + e < a.channels) valid |= 1u << e;
+    }
+};
+
+// Per channel of this lane: bias + the per-channel skip of sample n (0 in the pad).
+template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a, const Lane<VEC>& l, int64_t n, float (&add)[VEC]) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+        add[e] = 0.f;
+        if (!(l.valid >> e & 1)) continue;
+        if (a.bias) add[e] = __ldg(a.bias + l.c + e);
+        if (a.skipMode == GroupNormSkip::kPerChannel) add[e] += toFloat(a.skip[n * a.cstride + l.c + e]);
+    }
+}
+
+// Calls f(s values, element offset) for this lane's packs of pixels [p0, p1) (flat pixel indices),
+// from src as cfWalk.
+template <Src S, int U, class T, int VEC, class F>
+__device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const T* xs, const T* ks, int64_t base, int64_t p0,
+                                       int64_t p1, const float (&add)[VEC], F&& f) {
+    if (!l.active) return;
+    const int64_t step = a.rows;
+    for (int64_t q0 = p0 + l.r; q0 < p1; q0 += step * U) {
+        Pack<T, VEC> px[U], pk[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t q = q0 + u * step;
+            if (q < p1) {
+                const int64_t o = (q - base) * a.cstride + l.c;
+                px[u] = fetch<S, T, VEC>(xs + o);
+                if (a.skipMode == GroupNormSkip::kFull) pk[u] = fetch<S, T, VEC>(ks + o);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t q = q0 + u * step;
+            if (q >= p1) continue;
+            float v[VEC];
+            toFloats(px[u], v);
+            if (a.skipMode == GroupNormSkip::kFull) {
+                float k[VEC];
+                toFloats(pk[u], k);
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) v[e] += k[e];
+            }
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) v[e] += add[e];
+            f(v, q * a.cstride + l.c);
+        }
+    }
+}
+
+// Sums t.red[rr * cstride + c] over the rows and the channels of each group into out[g] (a warp per group).
+template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, const float* red, float* out) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kThreads / 32;
+    const int32_t terms = a.cpg * a.rows;
+    for (int32_t g = warp; g < a.groups; g += nw) {
+        float v = 0.f;
+        for (int32_t k = lane; k < terms; k += 32) {
+            const int32_t rr = k / a.cpg;
+            v += red[rr * a.cstride + g * a.cpg + (k - rr * a.cpg)];
+        }
+        v = warpSum(v);
+        if (lane == 0) out[g] = v;
+    }
+}
+
+template <class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>& t, bool& staged) {
+    const Lane<VEC> l(a);
+    float* shift = t.red + int64_t(a.rows) * a.cstride; // groups floats each: shift, sum d, sum d^2
+    float* g1 = shift + a.groups;
+    float* g2 = g1 + a.groups;
+    const int64_t first = t.u0 / a.spatial, last = (t.u1 - 1) / a.spatial;
+    for (int64_t n = first; n <= last; ++n) {
+        const int64_t p0 = t.u0 > n * a.spatial ? t.u0 : n * a.spatial, p1 = t.u1 < (n + 1) * a.spatial ? t.u1 : (n + 1) * a.spatial;
+        // K of each group: its first channel at the sample's first pixel.
+        for (int32_t g = threadIdx.x; g < a.groups; g += kThreads) {
+            const int64_t o = n * a.spatial * a.cstride + g * a.cpg, c = g * a.cpg;
+            float k = toFloat(a.x[o]) + (a.bias ? __ldg(a.bias + c) : 0.f);
+            if (a.skipMode == GroupNormSkip::kFull) k += toFloat(a.skip[o]);
+            if (a.skipMode == GroupNormSkip::kPerChannel) k += toFloat(a.skip[n * a.cstride + c]);
+            shift[g] = k;
+            if (p0 == n * a.spatial) a.shifts[n * a.groups + g] = k;
+        }
+        __syncthreads();
+        float add[VEC], k[VEC], s1[VEC], s2[VEC];
+        clAdd(a, l, n, add);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            k[e] = l.valid >> e & 1 ? shift[(l.c + e) / a.cpg] : 0.f;
+            s1[e] = s2[e] = 0.f;
+        }
+        const auto acc = [&](const float (&v)[VEC], int64_t) {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+                const float d = l.valid >> e & 1 ? v[e] - k[e] : 0.f;
+                s1[e] += d;
+                s2[e] = fmaf(d, d, s2[e]);
+            }
+        };
+        if (p0 < t.rs) clWalk<Src::kKeep, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, p1 < t.rs ? p1 : t.rs, add, acc);
+        if (p1 > t.rs) {
+            if (!staged) waitStaged(), staged = true;
+            clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, p0 > t.rs ? p0 : t.rs, p1, add, acc);
+        }
+        // Per channel over the rows, then per group over its channels: through t.red, s1 then s2.
+        for (int pass = 0; pass < 2; ++pass) {
+            if (l.active)
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) t.red[l.r * a.cstride + l.c + e] = pass ? s2[e] : s1[e];
+            __syncthreads();
+            clGroupSums(a, t.red, pass ? g2 : g1);
+            __syncthreads();
+        }
+        for (int32_t g = threadIdx.x; g < a.groups; g += kThreads) a.slots[(blockIdx.x + n) * a.groups + g] = make_float2(g1[g], g2[g]);
+        __syncthreads();
+    }
+}
+
+template <class T, int VEC> __device__ void clNorm(const Gn<T>& a, const Cta<T>& t) {
+    const Lane<VEC> l(a);
+    float* mean = t.red + int64_t(a.rows) * a.cstride;
+    float* rstd = mean + a.groups;
+    const int64_t first = t.u0 / a.spatial, last = (t.u1 - 1) / a.spatial;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kThreads / 32;
+    for (int64_t n = last; n >= first; --n) {
+        const int64_t p0 = t.u0 > n * a.spatial ? t.u0 : n * a.spatial, p1 = t.u1 < (n + 1) * a.spatial ? t.u1 : (n + 1) * a.spatial;
+        // Each group's partials over the sample's CTAs j0..j1, in order (a warp per group).
+        const int64_t j0 = n * a.spatial / a.per, j1 = ((n + 1) * a.spatial - 1) / a.per;
+        for (int32_t g = warp; g < a.groups; g += nw) {
+            float s1 = 0.f, s2 = 0.f;
+            for (int64_t j = j0 + lane; j <= j1; j += 32) {
+                const float2 v = a.slots[(j + n) * a.groups + g];
+                s1 += v.x, s2 += v.y;
+            }
+            s1 = warpSum(s1);
+            s2 = warpSum(s2);
+            if (lane == 0) {
+                const float d = s1 * a.invCount;
+                float var = s2 * a.invCount - d * d;
+                var = var < 0.f ? 0.f : var; // keeps NaN
+                mean[g] = a.shifts[n * a.groups + g] + d;
+                rstd[g] = rsqrtf(var + a.eps);
+            }
+        }
+        __syncthreads();
+        float add[VEC], m[VEC], sc[VEC], sh[VEC];
+        clAdd(a, l, n, add);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            const bool ok = l.valid >> e & 1;
+            const int32_t g = ok ? (l.c + e) / a.cpg : 0;
+            m[e] = ok ? mean[g] : 0.f;
+            sc[e] = ok ? rstd[g] * __ldg(a.gamma + l.c + e) : 0.f;
+            sh[e] = ok && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
+        }
+        const auto out = [&](const float (&v)[VEC], int64_t o) {
+            float w[VEC], s[VEC];
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+                const bool ok = l.valid >> e & 1;
+                s[e] = ok ? v[e] : 0.f; // the pad is written as zero
+                w[e] = ok ? fmaf(v[e] - m[e], sc[e], sh[e]) : 0.f;
+                if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
+            }
+            if (a.sum) storeFloats<T, VEC>(a.sum + o, s);
+            storeFloats<T, VEC>(a.y + o, w);
+        };
+        if (p1 > t.rs) clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, p0 > t.rs ? p0 : t.rs, p1, add, out);
+        if (p0 < t.rs) clWalk<Src::kLast, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, p1 < t.rs ? p1 : t.rs, add, out);
+        __syncthreads(); // mean / rstd of this sample read by every thread
+    }
+}
+
+// ---- the kernel -----------------------------------------------------------------------------------
+
+template <class T, int VEC, GroupNormLayout L>
+__global__ void __launch_bounds__(kThreads, 1) groupNormKernel(Gn<T> a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ float red2[2][32];
+    constexpr bool kCl = L == GroupNormLayout::kChannelsLast;
+    const int64_t ue = kCl ? a.cstride : 1; // elements per unit
+    Cta<T> t;
+    t.u0 = int64_t(blockIdx.x) * a.per;
+    t.u1 = t.u0 + a.per < a.units ? t.u0 + a.per : a.units;
+    t.rs = t.u1 - a.resident > t.u0 ? t.u1 - a.resident : t.u0;
+    T* sx = reinterpret_cast<T*>(smem);
+    const int64_t stagedElems = (t.u1 - t.rs) * ue;
+    T* sk = sx + (a.resident * ue + 7) / 8 * 8; // 16-byte aligned
+    t.sx = sx, t.sk = sk, t.red2 = red2;
+    t.red = reinterpret_cast<float*>(a.skipMode == GroupNormSkip::kFull ? sk + (a.resident * ue + 7) / 8 * 8 : sk);
+    bool staged = t.rs == t.u1;
+    if (a.stats) {
+        if (!staged) {
+            stage<T, VEC>(sx, a.x + t.rs * ue, int32_t(stagedElems));
+            if (a.skipMode == GroupNormSkip::kFull) stage<T, VEC>(sk, a.skip + t.rs * ue, int32_t(stagedElems));
+        }
+        if constexpr (kCl) clStats<T, VEC>(a, t, staged);
+        else cfStats<T, VEC>(a, t, staged);
+        if (!staged) waitStaged();
+    }
+    if (a.stats && a.norm) cooperative_groups::this_grid().sync(); // every partial written
+    if (a.norm) {
+        if constexpr (kCl) clNorm<T, VEC>(a, t);
+        else cfNorm<T, VEC>(a, t);
+    }
+}
+
+// ---- host -----------------------------------------------------------------------------------------
+
+template <class F> void forEachKernelOf(F&& f) {
+    f(groupNormKernel<float, 1, GroupNormLayout::kChannelsFirst>);
+    f(groupNormKernel<float, 4, GroupNormLayout::kChannelsFirst>);
+    f(groupNormKernel<float, 1, GroupNormLayout::kChannelsLast>);
+    f(groupNormKernel<float, 4, GroupNormLayout::kChannelsLast>);
+    f(groupNormKernel<__half, 1, GroupNormLayout::kChannelsFirst>);
+    f(groupNormKernel<__half, 8, GroupNormLayout::kChannelsFirst>);
+    f(groupNormKernel<__half, 1, GroupNormLayout::kChannelsLast>);
+    f(groupNormKernel<__half, 8, GroupNormLayout::kChannelsLast>);
+    f(groupNormKernel<__nv_bfloat16, 1, GroupNormLayout::kChannelsFirst>);
+    f(groupNormKernel<__nv_bfloat16, 8, GroupNormLayout::kChannelsFirst>);
+    f(groupNormKernel<__nv_bfloat16, 1, GroupNormLayout::kChannelsLast>);
+    f(groupNormKernel<__nv_bfloat16, 8, GroupNormLayout::kChannelsLast>);
+}
+
+bool succeeded(cudaError_t e) {
+    if (e != cudaSuccess) cudaGetLastError(); // an answer here, not an error for the caller's next check
+    return e == cudaSuccess;
+}
+
+int64_t elemBytes(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
+int64_t vecOf(DType dt) { return 16 / elemBytes(dt); }
+
+// The shape's derived sizes for a pack width.
+struct Geometry {
+    bool cl;
+    int64_t cs, units, segLen, unitElems, packs, rows, vec;
+    int64_t fixedSmem;  // shared memory besides the staged units
+    int64_t unitSmem;   // shared memory per staged unit (x and a full skip)
+    int64_t align;      // units per CTA are a multiple of this
+};
+
+Geometry geometry(DType dt, const GroupNormShape& s, int64_t vec) {
+    Geometry g{};
+    g.cl = s.layout == GroupNormLayout::kChannelsLast;
+    g.cs = g.cl ? (s.channelStride ? s.channelStride : s.channels) : s.channels;
+    g.vec = vec;
+    const int64_t skipCopies = s.skip == GroupNormSkip::kFull ? 2 : 1;
+    if (g.cl) {
+        g.units = s.n * s.spatial;
+        g.segLen = s.spatial;
+        g.unitElems = g.cs;
+        g.packs = g.cs / vec;
+        g.rows = g.packs ? kThreads / g.packs : 0;
+        g.fixedSmem = (g.rows * g.cs + 3 * s.groups) * 4;
+        g.align = 1;
+    } else {
+        g.units = s.n * s.channels * s.spatial;
+        g.segLen = s.channels / s.groups * s.spatial;
+        g.unitElems = 1;
+        g.fixedSmem = 0;
+        g.align = vec;
+    }
+    g.unitSmem = g.unitElems * elemBytes(dt) * skipCopies;
+    return g;
+}
+
+// The widest pack this shape can use (16 bytes when every row of packs stays inside a channel / pixel).
+int64_t vecFor(DType dt, const GroupNormShape& s, bool aligned) {
+    const int64_t v = vecOf(dt);
+    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
+    const bool fits = s.layout == GroupNormLayout::kChannelsLast ? cs % v == 0 : s.spatial % v == 0;
+    return aligned && fits ? v : 1;
+}
+
+bool shapeOk(const GroupNormShape& s) {
+    if (s.n < 0 || s.channels < 1 || s.spatial < 0 || s.groups < 1 || s.channels % s.groups) return false;
+    if (s.layout != GroupNormLayout::kChannelsFirst && s.layout != GroupNormLayout::kChannelsLast) return false;
+    if (s.skip != GroupNormSkip::kNone && s.skip != GroupNormSkip::kFull && s.skip != GroupNormSkip::kPerChannel) return false;
+    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
+    if (s.layout == GroupNormLayout::kChannelsLast && cs < s.channels) return false;
+    if (s.n > 0 && s.spatial > 0 && (cs > INT64_MAX / s.spatial / s.n)) return false;
+    if (s.channels / s.groups * s.spatial >= kMaxOffset || cs >= kMaxOffset || s.spatial >= kMaxOffset) return false;
+    return true;
+}
+
+bool clThreadsOk(const Geometry& g) { return !g.cl || (g.packs >= 1 && g.packs <= kThreads); }
+
+GroupNormPlan split(const Geometry& g, int64_t grid, int64_t resident) {
+    GroupNormPlan p;
+    const int64_t per = ceilDiv(ceilDiv(g.units, grid), g.align) * g.align;
+    p.per = per;
+    p.grid = int32_t(ceilDiv(g.units, per));
+    p.resident = resident < per ? resident : per;
+    return p;
+}
+
+int64_t minUnits(const Geometry& g, DType dt) {
+    const int64_t u = kMinUnitsBytes / (g.unitElems * elemBytes(dt));
+    return u > g.align ? u : g.align;
+}
+
+// Dynamic shared memory of a plan.
+size_t smemOf(const Geometry& g, const GroupNormPlan& p) {
+    const int64_t staged = (p.resident * g.unitElems + 7) / 8 * 8 * (g.unitSmem / g.unitElems);
+    return size_t(staged + g.fixedSmem);
+}
+
+GroupNormDevice queryDevice(int dev) {
+    int sms = 0, smem = 0, coop = 0;
+    if (!succeeded(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+        !succeeded(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+        !succeeded(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)))
+        return {};
+    GroupNormDevice d;
+    d.sms = sms;
+    d.smemPerBlock = int32_t(smem - kStaticSmem > 0 ? smem - kStaticSmem : 0);
+    d.cooperative = coop != 0;
+    bool ok = true;
+    forEachKernelOf([&](auto kernel) {
+        ok = ok && succeeded(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smemPerBlock));
+    });
+    if (!ok) d.smemPerBlock = 48 * 1024 - int32_t(kStaticSmem);
+    return d;
+}
+
+template <class T, int VEC, GroupNormLayout L>
+cudaError_t launchWith(const Gn<T>& a, const GroupNormPlan& p, size_t smem, cudaStream_t stream) {
+    const auto kernel = groupNormKernel<T, VEC, L>;
+    if (p.fused) {
+        cudaLaunchAttribute attr = {};
+        attr.id = cudaLaunchAttributeCooperative;
+        attr.val.cooperative = 1;
+        Gn<T> b = a;
+        b.stats = b.norm = true;
+        return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, &attr, 1, stream, b);
+    }
+    Gn<T> b = a;
+    b.stats = true, b.norm = false;
+    cudaError_t e = launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, nullptr, 0, stream, b);
+    if (e != cudaSuccess) return e;
+    b.stats = false, b.norm = true;
+    return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, nullptr, 0, stream, b);
+}
+
+constexpr size_t kWsAlign = 256;
+size_t roundUp(size_t v) { return (v + kWsAlign - 1) / kWsAlign * kWsAlign; }
+
+} // namespace
+
+GroupNormDevice groupNormDevice() noexcept {
+    constexpr int kDevices = 64;
+    static std::once_flag once[kDevices];
+    static GroupNormDevice known[kDevices];
+    try {
+        int dev = -1;
+        if (!succeeded(cudaGetDevice(&dev)) || dev < 0) return {};
+        if (dev >= kDevices) return queryDevice(dev);
+        std::call_once(once[dev], [&] { known[dev] = queryDevice(dev); });
+        return known[dev];
+    } catch (...) {
+        return {};
+    }
+}
+
+bool groupNormChannelsLastOk(DType dt, int64_t channels, int64_t channelStride) {
+    const int64_t cs = channelStride ? channelStride : channels;
+    return channels >= 1 && cs >= channels && cs / (cs % vecOf(dt) == 0 ? vecOf(dt) : 1) <= kThreads;
+}
+
+GroupNormPlan groupNormPlan(DType dt, const GroupNormShape& s, bool aligned, const GroupNormDevice& dev) {
+    if (!shapeOk(s) || s.n == 0 || s.spatial == 0) return {};
+    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
+    if (!clThreadsOk(g)) return {};
+    const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
+    if (dev.cooperative && dev.sms > 0 && g.fixedSmem <= dev.smemPerBlock) {
+        const int64_t grid = needed < dev.sms ? needed : dev.sms;
+        const int64_t cap = (dev.smemPerBlock - g.fixedSmem - 64) / g.unitSmem / g.align * g.align; // 64: rounding
+        GroupNormPlan p = split(g, grid, cap > 0 ? cap : 0);
+        p.fused = true;
+        return p;
+    }
+    const int64_t grid = needed < kTwoLaunchCtas ? needed : kTwoLaunchCtas;
+    return split(g, grid, 0);
+}
+
+GroupNormPlan groupNormConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {
+    try {
+        const GroupNormPlan p = groupNormPlan(dt, s, aligned, groupNormDevice());
+        if (!p.fused) return p;
+        const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
+        const size_t smem = smemOf(g, p);
+        int blocks = 0;
+        cudaError_t e = dispatchDType(dt, [&](auto tag) {
+            using T = decltype(tag);
+            constexpr int kVec = IoSize<T>::kVec;
+            const bool cl = g.cl, wide = g.vec > 1;
+            const auto kernel = cl ? (wide ? groupNormKernel<T, kVec, GroupNormLayout::kChannelsLast>
+                                           : groupNormKernel<T, 1, GroupNormLayout::kChannelsLast>)
+                                   : (wide ? groupNormKernel<T, kVec, GroupNormLayout::kChannelsFirst>
+                                           : groupNormKernel<T, 1, GroupNormLayout::kChannelsFirst>);
+            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem);
+        });
+        if (succeeded(e) && blocks >= 1) return p;
+        return groupNormPlan(dt, s, aligned);
+    } catch (...) {
+        return {};
+    }
+}
+
+// Partials: (CTAs + segments) x width float2, then one shift per group; both 256-byte aligned.
+size_t groupNormWorkspaceSize(int64_t n, int64_t groups) {
+    if (n < 1 || groups < 1) return 0;
+    const size_t g = size_t(groups), total = size_t(n) * g;
+    return roundUp((size_t(kGroupNormMaxCtas) * g + total) * sizeof(float2)) + roundUp(total * sizeof(float));
+}
+
+cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran) {
+    const GroupNormShape& s = args.shape;
+    if (!shapeOk(s) || !(args.epsilon >= 0.f)) return cudaErrorInvalidValue;
+    if (args.act != GroupNormAct::kNone && args.act != GroupNormAct::kSilu) return cudaErrorInvalidValue;
+    if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return cudaErrorInvalidValue;
+    if (s.n == 0 || s.spatial == 0) return cudaSuccess;
+    if (!args.x || !args.y || !args.gamma || (s.skip != GroupNormSkip::kNone && !args.skip)) return cudaErrorInvalidValue;
+    if (!args.workspace || args.workspaceSize < groupNormWorkspaceSize(s.n, s.groups) || !aligned16(args.workspace))
+        return cudaErrorInvalidValue;
+    const bool aligned = aligned16(args.x) && aligned16(args.y) && (!args.sum || aligned16(args.sum)) &&
+                         (s.skip != GroupNormSkip::kFull || aligned16(args.skip));
+    const int64_t vec = vecFor(dt, s, aligned);
+    const Geometry g = geometry(dt, s, vec);
+    if (!clThreadsOk(g)) return cudaErrorInvalidValue;
+    const GroupNormPlan twoLaunches = groupNormPlan(dt, s, aligned);
+    // The configured plan where it still fits this shape and pack width, else two launches.
+    const GroupNormPlan& c = args.plan;
+    const bool planOk = c.grid >= 1 && c.grid <= kGroupNormMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
+                        c.grid == ceilDiv(g.units, c.per) && c.resident >= 0 && c.resident <= c.per &&
+                        (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset;
+    GroupNormPlan plan = planOk ? c : twoLaunches;
+    const size_t partialBytes = roundUp((size_t(kGroupNormMaxCtas) * size_t(s.groups) + size_t(s.n * s.groups)) * sizeof(float2));
+    return dispatchDType(dt, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        Gn<T> a{};
+        a.x = static_cast<const T*>(args.x), a.skip = static_cast<const T*>(args.skip);
+        a.bias = args.bias, a.gamma = args.gamma, a.beta = args.beta;
+        a.y = static_cast<T*>(args.y), a.sum = static_cast<T*>(args.sum);
+        a.slots = static_cast<float2*>(args.workspace);
+        a.shifts = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + partialBytes);
+        a.units = g.units, a.segLen = g.segLen;
+        a.spatialDiv = FastDiv(uint32_t(s.spatial));
+        a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.channels = int32_t(s.channels);
+        a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);
+        a.packs = int32_t(g.packs), a.rows = int32_t(g.rows);
+        a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
+        a.skipMode = s.skip, a.act = args.act;
+        const auto run = [&](const GroupNormPlan& p) {
+            a.per = p.per, a.resident = p.resident;
+            const size_t smem = smemOf(g, p);
+            if (g.cl) {
+                return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast>(a, p, smem, stream)
+                               : launchWith<T, 1, GroupNormLayout::kChannelsLast>(a, p, smem, stream);
+            }
+            return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst>(a, p, smem, stream)
+                           : launchWith<T, 1, GroupNormLayout::kChannelsFirst>(a, p, smem, stream);
+        };
+        cudaError_t e = run(plan);
+        if (plan.fused && !succeeded(e)) { // not launchable here (another device or context, an MPS share)
+            plan = twoLaunches;
+            e = run(plan);
+        }
+        if (e == cudaSuccess && ran) *ran = plan;
+        return e;
+    });
+}
+
+} // namespace trtp
