@@ -46,6 +46,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trtplugins import kernels  # noqa: E402
+from trtplugins.ops import bias_activation, gated_activation, group_norm, skip_norm  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 KNAME = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # the kernel library's dtype names
@@ -109,7 +110,7 @@ def make_op(name, rows, hidden, dt, variant=-1, io_weights=True):
     lig = _liger()
     if name.startswith("bias_"):
         act = name[5:]
-        ours = lambda: kernels.bias_activation(x, b32, act, out=y)  # noqa: E731
+        ours = lambda: bias_activation.kernel(x, b32, act, out=y)  # noqa: E731
         chain = (lambda x, b: F.gelu(x + b)) if act == "gelu" else (lambda x, b: torch.clamp(torch.relu(x + b), max=6.0))
         return ours, chain, (x, b), None, 2 * n * es + hidden * 4
     skip = torch.randn(rows, hidden, device="cuda", generator=g).to(dt) if name.startswith("skip") else None
@@ -118,7 +119,7 @@ def make_op(name, rows, hidden, dt, variant=-1, io_weights=True):
     s_out = torch.empty_like(x) if with_sum else None
     w32, b32 = w.float(), b.float()  # the peers' weights, exactly
     io = io_weights and dt != torch.float32
-    ours = lambda: kernels.skip_norm(x, skip, gamma=w32, beta=b32 if layer else None, norm="layer" if layer else "rms",  # noqa: E731
+    ours = lambda: skip_norm.kernel(x, skip, gamma=w32, beta=b32 if layer else None, norm="layer" if layer else "rms",  # noqa: E731
                                      epsilon=EPS, output_sum=with_sum, out=y, sum_out=s_out, variant=variant,
                                      gamma_io=w if io else None, beta_io=b if io and layer else None)
     liger = None
@@ -155,12 +156,12 @@ def make_gated(name, rows, width, dt):
     lig = _liger()
     if name == "swiglu":
         a, b = (torch.randn(rows, width, device="cuda", generator=g).to(dt) for _ in range(2))
-        ours = lambda: kernels.gated_activation(a, b, activation="silu", out=y)  # noqa: E731
+        ours = lambda: gated_activation.kernel(a, b, activation="silu", out=y)  # noqa: E731
         chain, args = (lambda a, b: F.silu(a) * b), (a, b)
         liger = lig and (lambda: lig["swiglu"](a, b)[2])
     else:
         x = torch.randn(rows, 2 * width, device="cuda", generator=g).to(dt)
-        ours = lambda: kernels.gated_activation(x, activation="gelu_tanh", gate="second", out=y)  # noqa: E731
+        ours = lambda: gated_activation.kernel(x, activation="gelu_tanh", gate="second", out=y)  # noqa: E731
         chain, args = geglu_chain, (x,)
         gate, hidden = x[:, width:].contiguous(), x[:, :width].contiguous()
         liger = lig and (lambda: lig["geglu"](gate, hidden)[2])
@@ -178,8 +179,8 @@ def make_group_norm(name, shape, dt, plan=None):
     w, b = w32.to(dt), b32.to(dt)
     y = torch.empty_like(x)
     act = "silu" if name.endswith("silu") else "none"
-    ws = torch.empty(kernels.group_norm_workspace(n, GN_GROUPS), dtype=torch.uint8, device="cuda")
-    ours = lambda: kernels.group_norm(x, num_groups=GN_GROUPS, gamma=w32, beta=b32, activation=act,  # noqa: E731
+    ws = torch.empty(group_norm.workspace_size(n, GN_GROUPS), dtype=torch.uint8, device="cuda")
+    ours = lambda: group_norm.kernel(x, num_groups=GN_GROUPS, gamma=w32, beta=b32, activation=act,  # noqa: E731
                                       epsilon=EPS, out=y, workspace=ws, plan=plan)
     if act == "silu":
         chain = lambda x, w, b: F.silu(F.group_norm(x, GN_GROUPS, w, b, EPS))  # noqa: E731
@@ -365,11 +366,11 @@ def bench(args):
                 ours, chain, cargs, liger, nbytes = make_group_norm(op, shape, dt) if shape else make_op(op, rows, h, dt)
                 est = nbytes / 3.5e12 + 3e-6
                 rec = {"op": op, "dtype": dname, "rows": rows, "hidden": h, "bytes": nbytes,
-                       "variant": kernels.skip_norm_variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows)
+                       "variant": skip_norm.variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows)
                        if op in NORM_OPS else None}
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
-                    rec["variant"] = kernels.group_norm_plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h, KNAME[dname])
+                    rec["variant"] = group_norm.plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h, KNAME[dname])
                 bad = checked(f"{op} {dname} {shape_of(rec)}", ours, chain, cargs)
                 if bad:
                     rec["mismatch"] = bad
@@ -420,13 +421,13 @@ def sweep_group_norm(args, wrong: dict):
                 nbytes = make_group_norm(op, shape, dt)[4]
                 copy = copy_time(nbytes)
                 times = {}
-                for plan in kernels.group_norm_candidates(shape[0], GN_GROUPS, size, kname):
+                for plan in group_norm.candidates(shape[0], GN_GROUPS, size, kname):
                     ours, chain, cargs = make_group_norm(op, shape, dt, plan=plan)[:3]
                     what = f"{op} {dname} {'x'.join(map(str, shape))} plan {plan}"
                     if not checked(what, ours, chain, cargs, wrong):
                         times[str(plan)] = graph_time(ours, nbytes / 3.5e12 + 3e-6)
                     del ours, chain, cargs
-                chosen = str(kernels.group_norm_plan(shape[0], GN_GROUPS, size, kname))
+                chosen = str(group_norm.plan(shape[0], GN_GROUPS, size, kname))
                 if chosen not in times:
                     continue
                 best = min(times, key=times.get)
@@ -451,9 +452,9 @@ def sweep(args, wrong: dict):
                 nbytes = make_op(op, 2, h, dt)[4] - make_op(op, 1, h, dt)[4]  # per row, weights excluded
                 copy = copy_time(nbytes * rows)
                 times, fp32w = {}, {}  # 16-bit: with weights in the I/O dtype (what plugins run), and FP32 only
-                chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h, dname != "fp32", rows)
+                chosen = skip_norm.variant(kname, *norm_kind(op), h, dname != "fp32", rows)
                 weights = ((True, times), (False, fp32w)) if dname != "fp32" else ((False, times),)
-                for v in kernels.skip_norm_candidates(kname, *norm_kind(op), h):
+                for v in skip_norm.candidates(kname, *norm_kind(op), h):
                     if args.looped_only and v != chosen and not (LOOP <= v & 15 < LOOP + 3 and v & HOIST):
                         continue
                     for io, into in weights[:1] if args.looped_only else weights:

@@ -5,11 +5,12 @@ and nothing Python-side repeats it."""
 from __future__ import annotations
 
 from trtplugins import kernels, ops
+from trtplugins.ops import bias_activation, skip_norm
 
 
 def test_kernel_enum_ids_are_the_declared_ones():
-    assert kernels.ACTIVATION_IDS == ops.spec(ops.BIAS_ACTIVATION).enum_ids("activation")
-    assert kernels.NORM_IDS == ops.spec(ops.SKIP_NORM).enum_ids("norm")
+    assert bias_activation.ACTIVATION_IDS == ops.spec(ops.BIAS_ACTIVATION).enum_ids("activation")
+    assert skip_norm.NORM_IDS == ops.spec(ops.SKIP_NORM).enum_ids("norm")
 
 
 def test_schema_shape():

@@ -39,7 +39,7 @@ ANY_SKIP = shutil.ignore_patterns("*.so", "__pycache__")
 
 
 def skip(folder: str, names: list[str]) -> set[str]:
-    """What the tree's copy leaves out: build outputs and fetched material (trtplugins/build/ is source)."""
+    """What the tree's copy leaves out: build outputs and fetched material (trtplugins/engine/ is source)."""
     return ANY_SKIP(folder, names) | (TOP_SKIP(folder, names) if Path(folder) == ROOT else set())
 
 

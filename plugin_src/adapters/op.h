@@ -30,7 +30,7 @@
 #include "../common/fields.h"
 #include "../common/gpu_support.h"
 #include "../common/serialize.h"
-#include "../kernels/types.h"
+#include "../device/types.h"
 
 namespace trtp {
 

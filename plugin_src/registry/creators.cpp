@@ -8,11 +8,11 @@
 
 #include "../adapters/v2.h"
 #include "../adapters/v3.h"
-#include "../ops/bias_activation.h"
-#include "../ops/gated_activation.h"
-#include "../ops/group_norm.h"
-#include "../ops/legacy_gelu.h"
-#include "../ops/skip_norm.h"
+#include "../ops/bias_activation/bias_activation_op.h"
+#include "../ops/gated_activation/gated_activation_op.h"
+#include "../ops/group_norm/group_norm_op.h"
+#include "../ops/legacy_gelu/legacy_gelu_op.h"
+#include "../ops/skip_norm/skip_norm_op.h"
 
 namespace trtp {
 namespace {

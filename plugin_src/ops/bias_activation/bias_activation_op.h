@@ -1,0 +1,32 @@
+// BiasActivation: y = act(x + bias), the bias Add in front of an activation folded in.
+// The op declaration (see adapters/op.h for what an op provides).
+#pragma once
+#include "../../adapters/op.h"
+#include "bias_activation.h"
+
+namespace trtp {
+
+class BiasActivationOp {
+public:
+    static constexpr const char* kName = "BiasActivation";
+    static const OpSchema& schema();
+
+    BiasActivationOp(Activation act, std::vector<float> bias);
+    static BiasActivationOp fromFields(const FieldParser& p);
+    void toFields(FieldWriter& w) const;
+    static BiasActivationOp read(Reader& r);
+    void write(Writer& w) const;
+
+    int32_t nbOutputs() const noexcept { return 1; }
+    HostWeights weights() const { return {&mBias}; }
+    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void onConfigured(DType, int64_t) {}
+    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                       const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
+
+private:
+    Activation mAct;
+    std::vector<float> mBias;
+};
+
+} // namespace trtp

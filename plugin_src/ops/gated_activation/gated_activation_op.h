@@ -1,0 +1,35 @@
+// GatedActivation: y = act(gate + gate_bias) * (linear + linear_bias), the operands two inputs or the
+// two halves of one input's last dim (SwiGLU, GEGLU, ReGLU). The op declaration (see adapters/op.h).
+#pragma once
+#include "../../adapters/op.h"
+#include "gated_activation.h"
+
+namespace trtp {
+
+class GatedActivationOp {
+public:
+    static constexpr const char* kName = "GatedActivation";
+    static const OpSchema& schema();
+
+    GatedActivationOp(Activation act, GateOperand gate, std::vector<float> gateBias, std::vector<float> linearBias);
+    static GatedActivationOp fromFields(const FieldParser& p);
+    void toFields(FieldWriter& w) const;
+    static GatedActivationOp read(Reader& r);
+    void write(Writer& w) const;
+
+    int32_t nbOutputs() const noexcept { return 1; }
+    HostWeights weights() const { return {&mGateBias, &mLinearBias}; }
+    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    // One input: its last dim halved.
+    nvinfer1::DimsExprs outputDims(const nvinfer1::DimsExprs* in, int32_t nbInputs, nvinfer1::IExprBuilder& b) const;
+    void onConfigured(DType, int64_t) {}
+    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                       const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
+
+private:
+    Activation mAct;
+    GateOperand mGate;
+    std::vector<float> mGateBias, mLinearBias;
+};
+
+} // namespace trtp

@@ -1,0 +1,51 @@
+// GroupNorm: s = x (+ bias[c]) (+ skip); y = act(GN(s) * gamma + beta) over NCHW (rank >= 3);
+// optional output s. The op declaration (see adapters/op.h; it uses the workspace hooks).
+#pragma once
+#include "../../adapters/op.h"
+#include "group_norm.h"
+#include "../../common/norm_weights.h"
+
+namespace trtp {
+
+class GroupNormOp {
+public:
+    static constexpr const char* kName = "GroupNorm";
+    static constexpr float kEpsilon = 1e-5f; // default (torch.nn.GroupNorm's)
+    static const OpSchema& schema();
+
+    struct Params : NormWeights { // gamma, beta, bias: one value per channel
+        int32_t numGroups = 0;
+        GroupNormAct act = GroupNormAct::kNone;
+    };
+    explicit GroupNormOp(Params p);
+    static GroupNormOp fromFields(const FieldParser& p);
+    void toFields(FieldWriter& w) const;
+    static GroupNormOp read(Reader& r);
+    void write(Writer& w) const;
+
+    int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
+    HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
+    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void onConfiguredDims(DType dt, const nvinfer1::Dims* in, int32_t nbInputs);
+    size_t workspaceSize(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                       const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) const;
+
+private:
+    // x's dims as (n, channels, spatial); throws on unknown dims.
+    static void shape(const nvinfer1::Dims& x, int64_t& n, int64_t& c, int64_t& spatial);
+    // How a skip input of these dims (nullptr: none) is added to x of `spatial` elements per channel.
+    static GroupNormSkip skipMode(const nvinfer1::Dims* skip, int64_t spatial);
+    Params mP;
+    // The plan chosen when configured (groupNormConfigure: path and split), for that shape.
+    struct PlanKey {
+        DType dt = DType::kFloat32;
+        int64_t n = -1, spatial = -1;
+        GroupNormSkip skip = GroupNormSkip::kNone;
+        bool operator==(const PlanKey& o) const { return dt == o.dt && n == o.n && spatial == o.spatial && skip == o.skip; }
+    };
+    GroupNormPlan mPlan;
+    PlanKey mPlanKey;
+};
+
+} // namespace trtp

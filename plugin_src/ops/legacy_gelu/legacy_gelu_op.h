@@ -1,0 +1,35 @@
+// CustomGeluPluginDynamic: the GELU plugin TensorRT 11.0 removed (TensorRT OSS geluPlugin), under its
+// name, version "1" and public fields, so models and engines that name it build on TensorRT 11
+// unchanged. Its documented semantics: y = gelu_tanh(x + bias), bias optional, over the input's
+// hidden dim (the last dim that is not a trailing 1: [S, B, E, 1, 1] in the BERT samples). The
+// BiasActivation kernel computes it. The op declaration (see adapters/op.h).
+#pragma once
+#include "../../adapters/op.h"
+#include "../bias_activation/bias_activation.h"
+
+namespace trtp {
+
+class LegacyGeluOp {
+public:
+    static constexpr const char* kName = "CustomGeluPluginDynamic";
+    static const OpSchema& schema();
+
+    LegacyGeluOp(int32_t typeId, std::vector<float> bias);
+    static LegacyGeluOp fromFields(const FieldParser& p);
+    void toFields(FieldWriter& w) const;
+    static LegacyGeluOp read(Reader& r);
+    void write(Writer& w) const;
+
+    int32_t nbOutputs() const noexcept { return 1; }
+    HostWeights weights() const { return {&mBias}; }
+    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void onConfigured(DType, int64_t) {}
+    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                       const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
+
+private:
+    int32_t mTypeId; // 0 FP32, 1 FP16: kept for the fields' sake; the I/O type is the tensors'
+    std::vector<float> mBias;
+};
+
+} // namespace trtp

@@ -1,0 +1,46 @@
+// SkipNorm: s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta); optional output s.
+// The op declaration (see adapters/op.h for what an op provides).
+#pragma once
+#include "../../adapters/op.h"
+#include "skip_norm.h"
+#include "../../common/norm_weights.h"
+
+namespace trtp {
+
+class SkipNormOp {
+public:
+    static constexpr const char* kName = "SkipNorm";
+    static constexpr float kEpsilon = 1e-5f; // default
+    static const OpSchema& schema();
+
+    struct Params : NormWeights {
+        Norm norm = Norm::kLayer;
+    };
+    explicit SkipNormOp(Params p);
+    static SkipNormOp fromFields(const FieldParser& p);
+    void toFields(FieldWriter& w) const;
+    static SkipNormOp read(Reader& r);
+    void write(Writer& w) const;
+
+    int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
+    // gamma, beta, bias (FP32), then gamma and beta in FP16 and in BF16 (two values per float) where
+    // every value is exact there (else empty): 16-bit launches read half the weight bytes.
+    HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias, &mIo[0][0], &mIo[0][1], &mIo[1][0], &mIo[1][1]}; }
+    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void onConfigured(DType dt, int64_t hidden);
+    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+                       const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
+
+private:
+    Params mP;
+    std::vector<float> mIo[2][2]; // [FP16, BF16][gamma, beta], packed 16-bit values
+    // The kernel variants chosen when configured (without and with a skip input; large and small
+    // launches), for that dtype and hidden size, and their grids on the device configured.
+    int32_t mVariant[2] = {-1, -1};
+    int32_t mSmallVariant[2] = {-1, -1}; // for small launches (skipNormSmall)
+    int32_t mMaxBlocks[2] = {};
+    DType mVariantType = DType::kFloat32;
+    int64_t mVariantHidden = -1;
+};
+
+} // namespace trtp

@@ -1,0 +1,37 @@
+"""CustomGeluPluginDynamic: TensorRT OSS's GELU plugin, removed in TensorRT 11.0, under its name,
+version "1" and public fields, so models and engines that name it build on TensorRT 11 unchanged:
+y = gelu_tanh(x + bias), bias optional, over the hidden dim (the last dim that is not a trailing
+1: E of [S, B, E, 1, 1] in the BERT samples). BiasActivation's kernel computes it.
+
+Its numpy reference. No pattern: models name this plugin themselves (a GELU found in a graph becomes
+a BiasActivation); no kernel binding of its own: bias_activation.kernel with "gelu_tanh" is its kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..reference import activation, check_vec, f64
+
+PATTERNS = ()
+
+
+def reference(x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
+    """gelu_tanh(x + bias), bias over the hidden dim (the last dim that is not a trailing 1)."""
+    x = np.asarray(x)
+    k = x.ndim - 1
+    while k > 0 and x.shape[k] == 1:
+        k -= 1
+    s = x.astype(np.float64)
+    if bias is not None:
+        check_vec("bias", np.asarray(bias), x.shape[k] if x.ndim else 1)
+        shape = [1] * x.ndim
+        shape[k] = -1
+        s = s + f64(bias).reshape(shape)
+    return activation("gelu_tanh", s).astype(x.dtype)
+
+
+def node_reference(inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    return [reference(inputs[0], attrs.get("bias"))]
