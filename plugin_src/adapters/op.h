@@ -1,9 +1,10 @@
 // What an op declaration provides, and OpState<Op>: everything the V2 and
 // V3 adapters share (I/O counts, format rule, shape checks, output types and
-// dims, device weights, guarded enqueue). An op (ops/<op>.h) declares:
-//   static constexpr const char* kName;  static const OpSchema& schema();
-//   static Op fromFields(const FieldParser&);  void toFields(FieldWriter&) const;  // creation, V3 serialization
-//   static Op read(Reader&);  void write(Writer&) const;                          // V2 blob payload
+// dims, device weights, guarded enqueue). An op (ops/<op>/<op>_op.h) declares:
+//   static constexpr const char* kName;  struct Params;  static const OpSchema& schema();
+//   static const FieldTable<Params>& fields();       // every field once (common/field_table.h)
+//   static constexpr const char* kV1Layout[];        // the field order of its blobs of format 1
+//   explicit Op(Params);  const Params& params() const;  // the constructor checks what the table cannot
 //   int32_t nbOutputs() const;  HostWeights weights() const;
 //   void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;  // throws; -1 dims are skipped
 //   void onConfigured(DType, int64_t hidden);                            // per-shape choices (hidden known)
@@ -27,6 +28,7 @@
 
 #include "../common/device_weights.h"
 #include "../common/errors.h"
+#include "../common/field_table.h"
 #include "../common/fields.h"
 #include "../common/gpu_support.h"
 #include "../common/serialize.h"
@@ -79,6 +81,24 @@ template <class Op>
 struct DeclaresOutputDims<Op, std::void_t<decltype(std::declval<const Op&>().outputDims(
                                   static_cast<const nvinfer1::DimsExprs*>(nullptr), int32_t{},
                                   std::declval<nvinfer1::IExprBuilder&>()))>> : std::true_type {};
+
+// An op from a creator's fields, and back: its field table both ways.
+template <class Op>
+Op opFromFields(const nvinfer1::PluginFieldCollection* fc) {
+    return Op(readFields(Op::fields(), FieldParser(fc, Op::schema())));
+}
+template <class Op>
+void opToFields(const Op& op, FieldWriter& w) {
+    writeFields(Op::fields(), op.params(), w);
+}
+// An op from a V2 blob's payload: its fields (format 2), or its values in the op's own order (format 1).
+template <class Op>
+Op opFromBlob(Reader& r) {
+    if (r.format() == kBlobFormatV1) return Op(readV1(Op::fields(), Op::kV1Layout, r));
+    const BlobFields f = r.fields();
+    const nvinfer1::PluginFieldCollection fc = f.collection();
+    return opFromFields<Op>(&fc);
+}
 
 inline bool allKnown(const nvinfer1::Dims& d) {
     for (int32_t i = 0; i < d.nbDims; ++i)

@@ -109,7 +109,7 @@ public:
     const nvinfer1::PluginFieldCollection* getFieldsToSerialize() noexcept override {
         return guarded(Op::kName, "getFieldsToSerialize", static_cast<const nvinfer1::PluginFieldCollection*>(nullptr), [&] {
             mFields.clear();
-            mS.op().toFields(mFields);
+            opToFields(mS.op(), mFields);
             return mFields.collection();
         });
     }
@@ -135,7 +135,7 @@ public:
 
     nvinfer1::IPluginV3* createPlugin(const char*, const nvinfer1::PluginFieldCollection* fc, nvinfer1::TensorRTPhase phase) noexcept override {
         return guarded(Op::kName, "createPlugin", static_cast<nvinfer1::IPluginV3*>(nullptr), [&]() -> nvinfer1::IPluginV3* {
-            std::unique_ptr<V3Plugin<Op>> p(new V3Plugin<Op>(Op::fromFields(FieldParser(fc, Op::schema())), ""));
+            std::unique_ptr<V3Plugin<Op>> p(new V3Plugin<Op>(opFromFields<Op>(fc), ""));
             if (phase == nvinfer1::TensorRTPhase::kRUNTIME && currentDevice() >= 0) p->initializeForRuntime();
             return p.release();
         });

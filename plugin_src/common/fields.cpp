@@ -61,6 +61,14 @@ float bf16ToFloat(uint16_t b) {
 }
 } // namespace
 
+void checkRange(const char* name, int32_t v, std::optional<int32_t> lo, std::optional<int32_t> hi) {
+    if ((!lo || v >= *lo) && (!hi || v <= *hi)) return;
+    if (lo && hi && *hi == *lo + 1) fail("%s must be %d or %d, got %d", name, *lo, *hi, v);
+    if (lo && hi) fail("%s must be in %d..%d, got %d", name, *lo, *hi, v);
+    if (lo) fail("%s must be >= %d, got %d", name, *lo, v);
+    fail("%s must be <= %d, got %d", name, *hi, v);
+}
+
 std::string joinNames(const char* const* names, size_t n) {
     std::string out;
     for (size_t i = 0; i < n; ++i) out += (i ? ", " : "") + std::string(names[i]);
@@ -123,6 +131,9 @@ std::string schemaJson(const std::vector<const OpSchema*>& ops, const char* v2Ve
                 std::snprintf(num, sizeof num, f.kind == FieldKind::kInt ? "%.0f" : "%.7g", *f.defaultValue);
                 out += std::string(", \"default\": ") + num;
             }
+            if (f.defaultName) out += std::string(", \"default\": ") + quoted(f.defaultName);
+            for (const auto& [key, v] : {std::pair{"min", f.minValue}, std::pair{"max", f.maxValue}})
+                if (v) out += std::string(", \"") + key + "\": " + std::to_string(static_cast<long long>(*v));
             if (!f.choices.empty()) {
                 out += ", \"choices\": {";
                 for (size_t c = 0; c < f.choices.size(); ++c)

@@ -27,6 +27,8 @@ struct FieldSpec {
     std::optional<double> defaultValue = std::nullopt; // float/int fields
     std::vector<EnumValue> choices = {}; // kString fields naming an enum
     const char* doc = "";
+    const char* defaultName = nullptr;   // enum fields: the default value's name
+    std::optional<double> minValue = std::nullopt, maxValue = std::nullopt; // int fields: the range
 };
 
 struct TensorSpec {
@@ -123,6 +125,9 @@ struct EnumName {
 };
 
 std::string joinNames(const char* const* names, size_t n);
+
+// Throws "<name> must be ..." unless lo <= v <= hi (either bound optional).
+void checkRange(const char* name, int32_t v, std::optional<int32_t> lo, std::optional<int32_t> hi);
 
 template <class E, size_t N>
 E parseEnum(const std::string& s, const EnumName<E> (&table)[N], const char* field);

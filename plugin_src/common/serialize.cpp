@@ -37,8 +37,9 @@ Reader::Reader(const void* data, size_t length, const char* plugin) {
     if (length < kBlobHeader) fail("serialized data truncated (%zu bytes, header needs %zu)", length, kBlobHeader);
     const auto* bytes = static_cast<const uint8_t*>(data);
     if (get<uint32_t>(bytes) != kBlobMagic) fail("serialized data is not a trtplugins blob (bad magic)");
-    uint16_t format = get<uint16_t>(bytes + 4);
-    if (format != kBlobFormat) fail("unsupported blob format %u (this library reads %u)", format, kBlobFormat);
+    mFormat = get<uint16_t>(bytes + 4);
+    if (mFormat != kBlobFormat && mFormat != kBlobFormatV1)
+        fail("unsupported blob format %u (this library reads %u and %u)", mFormat, kBlobFormatV1, kBlobFormat);
     if (get<uint16_t>(bytes + 6) != 0) fail("serialized data has a bad header (reserved bits set)");
     uint32_t payload = get<uint32_t>(bytes + 8);
     if (payload != length - kBlobHeader)
@@ -69,6 +70,46 @@ std::vector<float> Reader::floats() {
     std::vector<float> v(n);
     std::memcpy(v.data(), take(n * sizeof(float)), n * sizeof(float));
     return v;
+}
+
+namespace {
+size_t elementBytes(nvinfer1::PluginFieldType t) {
+    switch (t) {
+    case nvinfer1::PluginFieldType::kFLOAT16: case nvinfer1::PluginFieldType::kBF16: case nvinfer1::PluginFieldType::kINT16: return 2;
+    case nvinfer1::PluginFieldType::kFLOAT32: case nvinfer1::PluginFieldType::kINT32: return 4;
+    case nvinfer1::PluginFieldType::kFLOAT64: case nvinfer1::PluginFieldType::kINT64: return 8;
+    default: return 1;
+    }
+}
+} // namespace
+
+void Writer::fields(const nvinfer1::PluginFieldCollection& fc) {
+    pod(static_cast<uint32_t>(fc.nbFields));
+    for (int32_t i = 0; i < fc.nbFields; ++i) {
+        const auto& f = fc.fields[i];
+        const size_t bytes = static_cast<size_t>(f.length) * elementBytes(f.type);
+        string(f.name);
+        pod(static_cast<int32_t>(f.type));
+        pod(f.length);
+        pod(static_cast<uint32_t>(bytes));
+        const auto* p = static_cast<const uint8_t*>(f.data);
+        mPayload.insert(mPayload.end(), p, p + bytes);
+    }
+}
+
+BlobFields Reader::fields() {
+    BlobFields out;
+    const auto n = pod<uint32_t>();
+    for (uint32_t i = 0; i < n; ++i) {
+        out.names.push_back(string());
+        const auto type = static_cast<nvinfer1::PluginFieldType>(pod<int32_t>());
+        const auto length = pod<int32_t>();
+        const auto bytes = pod<uint32_t>();
+        if (length < 0 || bytes != static_cast<size_t>(length) * elementBytes(type))
+            fail("serialized field '%s' has %u bytes for %d values", out.names.back().c_str(), bytes, length);
+        out.fields.emplace_back(out.names.back().c_str(), take(bytes), type, length);
+    }
+    return out;
 }
 
 void Reader::finish() const {

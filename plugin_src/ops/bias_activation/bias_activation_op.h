@@ -9,24 +9,26 @@ namespace trtp {
 class BiasActivationOp {
 public:
     static constexpr const char* kName = "BiasActivation";
+    struct Params {
+        Activation act;
+        std::vector<float> bias;
+    };
+    static const FieldTable<Params>& fields();
     static const OpSchema& schema();
+    static constexpr const char* kV1Layout[] = {"activation", "bias"}; // blobs of format 1
 
-    BiasActivationOp(Activation act, std::vector<float> bias);
-    static BiasActivationOp fromFields(const FieldParser& p);
-    void toFields(FieldWriter& w) const;
-    static BiasActivationOp read(Reader& r);
-    void write(Writer& w) const;
+    explicit BiasActivationOp(Params p) : mP(std::move(p)) {}
+    const Params& params() const noexcept { return mP; }
 
     int32_t nbOutputs() const noexcept { return 1; }
-    HostWeights weights() const { return {&mBias}; }
+    HostWeights weights() const { return {&mP.bias}; }
     void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
     void onConfigured(DType, int64_t) {}
     cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:
-    Activation mAct;
-    std::vector<float> mBias;
+    Params mP;
 };
 
 } // namespace trtp

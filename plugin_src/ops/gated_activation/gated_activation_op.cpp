@@ -7,57 +7,33 @@ constexpr EnumName<Activation> kActivations[] = {
 constexpr EnumName<GateOperand> kGates[] = {{"first", GateOperand::kFirst}, {"second", GateOperand::kSecond}};
 } // namespace
 
-GatedActivationOp::GatedActivationOp(Activation act, GateOperand gate, std::vector<float> gateBias,
-                                     std::vector<float> linearBias)
-    : mAct(act), mGate(gate), mGateBias(std::move(gateBias)), mLinearBias(std::move(linearBias)) {
-    if (!isKnown(act, kActivations)) fail("activation code %d is invalid", static_cast<int>(act));
-    if (!isKnown(gate, kGates)) fail("gate code %d is invalid", static_cast<int>(gate));
-    if (!mGateBias.empty() && !mLinearBias.empty() && mGateBias.size() != mLinearBias.size())
-        fail("gate_bias has %zu values, linear_bias has %zu", mGateBias.size(), mLinearBias.size());
+GatedActivationOp::GatedActivationOp(Params p) : mP(std::move(p)) {
+    if (!mP.gateBias.empty() && !mP.linearBias.empty() && mP.gateBias.size() != mP.linearBias.size())
+        fail("gate_bias has %zu values, linear_bias has %zu", mP.gateBias.size(), mP.linearBias.size());
+}
+
+const FieldTable<GatedActivationOp::Params>& GatedActivationOp::fields() {
+    using F = Fields<Params>;
+    static const FieldTable<Params> t{
+        F::choice("activation", &Params::act, kActivations, {}, "applied to the gate operand"),
+        F::choice("gate", &Params::gate, kGates, GateOperand::kFirst,
+                  "the operand activated: the first or second half of x's last dim, or x or x2"),
+        F::weights("gate_bias", &Params::gateBias, false, "length == width (y's last dim): added to the gate"),
+        F::weights("linear_bias", &Params::linearBias, false, "length == width: added to the other operand"),
+    };
+    return t;
 }
 
 const OpSchema& GatedActivationOp::schema() {
     static const OpSchema s{
         kName,
         "y = act(gate + gate_bias) * (linear + linear_bias); the operands x and x2, or the two halves of x's last dim.",
-        {{"activation", FieldKind::kString, true, std::nullopt, enumValues(kActivations), "applied to the gate operand"},
-         {"gate", FieldKind::kString, false, std::nullopt, enumValues(kGates),
-          "the operand activated: the first or second half of x's last dim, or x or x2 (default first)"},
-         {"gate_bias", FieldKind::kWeights, false, std::nullopt, {}, "length == width (y's last dim): added to the gate"},
-         {"linear_bias", FieldKind::kWeights, false, std::nullopt, {}, "length == width: added to the other operand"}},
+        fieldSpecs(fields()),
         {{"x", false, nullptr, "[..., 2 width]: both operands as the halves of the last dim; [..., width] with x2"},
          {"x2", true, nullptr, "like x: the second operand"}},
         {{"y", false, nullptr, "[..., width]"}},
     };
     return s;
-}
-
-GatedActivationOp GatedActivationOp::fromFields(const FieldParser& p) {
-    const auto act = parseEnum(FieldParser::required(p.string("activation"), "activation"), kActivations, "activation");
-    const auto gate = p.string("gate");
-    return {act, gate ? parseEnum(*gate, kGates, "gate") : GateOperand::kFirst,
-            p.weights("gate_bias").value_or(std::vector<float>{}), p.weights("linear_bias").value_or(std::vector<float>{})};
-}
-
-void GatedActivationOp::toFields(FieldWriter& w) const {
-    w.string("activation", enumName(mAct, kActivations));
-    w.string("gate", enumName(mGate, kGates));
-    w.weights("gate_bias", mGateBias);
-    w.weights("linear_bias", mLinearBias);
-}
-
-GatedActivationOp GatedActivationOp::read(Reader& r) {
-    const auto act = static_cast<Activation>(r.pod<int32_t>());
-    const auto gate = static_cast<GateOperand>(r.pod<int32_t>());
-    auto gateBias = r.floats();
-    return {act, gate, std::move(gateBias), r.floats()};
-}
-
-void GatedActivationOp::write(Writer& w) const {
-    w.pod(static_cast<int32_t>(mAct));
-    w.pod(static_cast<int32_t>(mGate));
-    w.floats(mGateBias);
-    w.floats(mLinearBias);
 }
 
 void GatedActivationOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
@@ -73,7 +49,7 @@ void GatedActivationOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) co
         fail("last dim of x %s is odd: the operands are its two halves", dimsString(x).c_str());
     }
     const int64_t width = nbInputs > 1 || last < 0 ? last : last / 2;
-    const size_t biases = mGateBias.empty() ? mLinearBias.size() : mGateBias.size();
+    const size_t biases = mP.gateBias.empty() ? mP.linearBias.size() : mP.gateBias.size();
     if (biases && width >= 0 && width != static_cast<int64_t>(biases))
         fail("operand width of x %s is %lld, the biases have %zu values", dimsString(x).c_str(),
              static_cast<long long>(width), biases);
@@ -102,8 +78,8 @@ cudaError_t GatedActivationOp::launch(DType dt, const nvinfer1::PluginTensorDesc
     a.gateBias = w.at(0);
     a.linearBias = w.at(1);
     a.y = outputs[0];
-    a.act = mAct;
-    a.gate = mGate;
+    a.act = mP.act;
+    a.gate = mP.gate;
     return launchGatedActivation(dt, a, stream);
 }
 

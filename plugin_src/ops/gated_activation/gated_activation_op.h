@@ -9,16 +9,20 @@ namespace trtp {
 class GatedActivationOp {
 public:
     static constexpr const char* kName = "GatedActivation";
+    struct Params {
+        Activation act;
+        GateOperand gate;
+        std::vector<float> gateBias, linearBias;
+    };
+    static const FieldTable<Params>& fields();
     static const OpSchema& schema();
+    static constexpr const char* kV1Layout[] = {"activation", "gate", "gate_bias", "linear_bias"}; // blobs of format 1
 
-    GatedActivationOp(Activation act, GateOperand gate, std::vector<float> gateBias, std::vector<float> linearBias);
-    static GatedActivationOp fromFields(const FieldParser& p);
-    void toFields(FieldWriter& w) const;
-    static GatedActivationOp read(Reader& r);
-    void write(Writer& w) const;
+    explicit GatedActivationOp(Params p);
+    const Params& params() const noexcept { return mP; }
 
     int32_t nbOutputs() const noexcept { return 1; }
-    HostWeights weights() const { return {&mGateBias, &mLinearBias}; }
+    HostWeights weights() const { return {&mP.gateBias, &mP.linearBias}; }
     void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
     // One input: its last dim halved.
     nvinfer1::DimsExprs outputDims(const nvinfer1::DimsExprs* in, int32_t nbInputs, nvinfer1::IExprBuilder& b) const;
@@ -27,9 +31,7 @@ public:
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:
-    Activation mAct;
-    GateOperand mGate;
-    std::vector<float> mGateBias, mLinearBias;
+    Params mP;
 };
 
 } // namespace trtp

@@ -6,11 +6,19 @@ constexpr EnumName<GroupNormAct> kActs[] = {{"none", GroupNormAct::kNone}, {"sil
 } // namespace
 
 GroupNormOp::GroupNormOp(Params p) : mP(std::move(p)) {
-    if (!isKnown(mP.act, kActs)) fail("activation code %d is invalid", static_cast<int>(mP.act));
     mP.check();
-    if (mP.numGroups < 1) fail("num_groups must be >= 1, got %d", mP.numGroups);
     if (mP.gamma.size() % static_cast<size_t>(mP.numGroups))
         fail("%zu channels (gamma values) are not divisible by num_groups %d", mP.gamma.size(), mP.numGroups);
+}
+
+const FieldTable<GroupNormOp::Params>& GroupNormOp::fields() {
+    using F = Fields<Params>;
+    static const FieldTable<Params> t =
+        FieldTable<Params>{F::integer("num_groups", &Params::numGroups, {}, 1, {}, "divides C")} +
+        NormWeights::fields<Params>(kEpsilon, "length == C (dim 1)") +
+        FieldTable<Params>{F::choice("activation", &Params::act, kActs, GroupNormAct::kNone, "applied after gamma, beta"),
+                           NormWeights::outputSumField<Params>()};
+    return t;
 }
 
 const OpSchema& GroupNormOp::schema() {
@@ -18,47 +26,12 @@ const OpSchema& GroupNormOp::schema() {
         kName,
         "s = x (+ bias per channel) (+ skip); y = act(GroupNorm(s) * gamma + beta) over N, C, spatial...; outputs y "
         "and, with output_sum, s.",
-        {{"num_groups", FieldKind::kInt, true, std::nullopt, {}, ">= 1, divides C"},
-         {"epsilon", FieldKind::kFloat, false, kEpsilon, {}, "> 0"},
-         {"gamma", FieldKind::kWeights, true, std::nullopt, {}, "length == C (dim 1)"},
-         {"beta", FieldKind::kWeights, false, std::nullopt, {}, "length == C"},
-         {"bias", FieldKind::kWeights, false, std::nullopt, {}, "length == C: added per channel before the norm"},
-         {"activation", FieldKind::kString, false, std::nullopt, enumValues(kActs), "applied after gamma, beta (default none)"},
-         {"output_sum", FieldKind::kInt, false, 0.0, {}, "0 or 1: second output s"}},
+        fieldSpecs(fields()),
         {{"x", false, nullptr, "N, C, spatial... (rank >= 3)"},
          {"skip", true, nullptr, "like x, or [N, C, 1, ...] (one value per sample and channel)"}},
         {{"y", false, nullptr, "like x"}, {"sum", false, "output_sum", "s = x + bias + skip, like x"}},
     };
     return s;
-}
-
-GroupNormOp GroupNormOp::fromFields(const FieldParser& f) {
-    Params p;
-    p.numGroups = FieldParser::required(f.int32("num_groups"), "num_groups");
-    static_cast<NormWeights&>(p) = NormWeights::fromFields(f, kEpsilon);
-    const auto act = f.string("activation");
-    p.act = act ? parseEnum(*act, kActs, "activation") : GroupNormAct::kNone;
-    return GroupNormOp(std::move(p));
-}
-
-void GroupNormOp::toFields(FieldWriter& w) const {
-    w.int32("num_groups", mP.numGroups);
-    w.string("activation", enumName(mP.act, kActs));
-    mP.NormWeights::toFields(w);
-}
-
-GroupNormOp GroupNormOp::read(Reader& r) {
-    Params p;
-    p.numGroups = r.pod<int32_t>();
-    p.act = static_cast<GroupNormAct>(r.pod<int32_t>());
-    static_cast<NormWeights&>(p) = NormWeights::read(r);
-    return GroupNormOp(std::move(p));
-}
-
-void GroupNormOp::write(Writer& w) const {
-    w.pod(mP.numGroups);
-    w.pod(static_cast<int32_t>(mP.act));
-    mP.NormWeights::write(w);
 }
 
 void GroupNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {

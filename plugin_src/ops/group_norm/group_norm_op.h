@@ -10,18 +10,18 @@ namespace trtp {
 class GroupNormOp {
 public:
     static constexpr const char* kName = "GroupNorm";
-    static constexpr float kEpsilon = 1e-5f; // default (torch.nn.GroupNorm's)
-    static const OpSchema& schema();
-
+    static constexpr float kEpsilon = 1e-5f; // the default (torch.nn.GroupNorm's): the one place it is written
     struct Params : NormWeights { // gamma, beta, bias: one value per channel
-        int32_t numGroups = 0;
-        GroupNormAct act = GroupNormAct::kNone;
+        int32_t numGroups;
+        GroupNormAct act;
     };
+    static const FieldTable<Params>& fields();
+    static const OpSchema& schema();
+    static constexpr const char* kV1Layout[] = {"num_groups", "activation", "epsilon", "output_sum",
+                                                "gamma",      "beta",       "bias"}; // blobs of format 1
+
     explicit GroupNormOp(Params p);
-    static GroupNormOp fromFields(const FieldParser& p);
-    void toFields(FieldWriter& w) const;
-    static GroupNormOp read(Reader& r);
-    void write(Writer& w) const;
+    const Params& params() const noexcept { return mP; }
 
     int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
     HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }

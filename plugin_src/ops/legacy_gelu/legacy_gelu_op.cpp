@@ -10,8 +10,17 @@ int32_t hiddenAxis(const nvinfer1::Dims& d) {
 }
 } // namespace
 
-LegacyGeluOp::LegacyGeluOp(int32_t typeId, std::vector<float> bias) : mTypeId(typeId), mBias(std::move(bias)) {
-    if (mTypeId != 0 && mTypeId != 1) fail("type_id must be 0 (FP32) or 1 (FP16), got %d", mTypeId);
+LegacyGeluOp::LegacyGeluOp(Params p) : mP(std::move(p)) {
+    if (mP.typeId != 0 && mP.typeId != 1) fail("type_id must be 0 (FP32) or 1 (FP16), got %d", mP.typeId);
+}
+
+const FieldTable<LegacyGeluOp::Params>& LegacyGeluOp::fields() {
+    using F = Fields<Params>;
+    static const FieldTable<Params> t{
+        F::integer("type_id", &Params::typeId, {}, {}, {}, "0 (FP32) or 1 (FP16); the I/O type is the tensors'"),
+        F::weights("bias", &Params::bias, false, "length == the hidden dim"),
+    };
+    return t;
 }
 
 const OpSchema& LegacyGeluOp::schema() {
@@ -19,40 +28,20 @@ const OpSchema& LegacyGeluOp::schema() {
         kName,
         "TensorRT OSS's removed GELU plugin: y = gelu_tanh(x + bias) over the hidden dim (the last that is not a "
         "trailing 1).",
-        {{"type_id", FieldKind::kInt, true, std::nullopt, {}, "0 (FP32) or 1 (FP16); the I/O type is the tensors'"},
-         {"bias", FieldKind::kWeights, false, std::nullopt, {}, "length == the hidden dim"}},
+        fieldSpecs(fields()),
         {{"input", false, nullptr, "any rank >= 1, e.g. [S, B, E, 1, 1]"}},
         {{"output", false, nullptr, "like input"}},
     };
     return s;
 }
 
-LegacyGeluOp LegacyGeluOp::fromFields(const FieldParser& p) {
-    return {FieldParser::required(p.int32("type_id"), "type_id"), p.weights("bias").value_or(std::vector<float>{})};
-}
-
-void LegacyGeluOp::toFields(FieldWriter& w) const {
-    w.int32("type_id", mTypeId);
-    w.weights("bias", mBias);
-}
-
-LegacyGeluOp LegacyGeluOp::read(Reader& r) {
-    const auto typeId = r.pod<int32_t>();
-    return {typeId, r.floats()};
-}
-
-void LegacyGeluOp::write(Writer& w) const {
-    w.pod(mTypeId);
-    w.floats(mBias);
-}
-
 void LegacyGeluOp::checkDims(const nvinfer1::Dims* in, int32_t) const {
     const auto& x = in[0];
     if (x.nbDims < 1) fail("input rank %d, expected >= 1", x.nbDims);
     const int64_t hidden = x.d[hiddenAxis(x)];
-    if (!mBias.empty() && hidden >= 0 && hidden != static_cast<int64_t>(mBias.size()))
+    if (!mP.bias.empty() && hidden >= 0 && hidden != static_cast<int64_t>(mP.bias.size()))
         fail("hidden dim of input %s (the last that is not a trailing 1) is %lld, bias has %zu values",
-             dimsString(x).c_str(), static_cast<long long>(hidden), mBias.size());
+             dimsString(x).c_str(), static_cast<long long>(hidden), mP.bias.size());
 }
 
 cudaError_t LegacyGeluOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t, const DeviceWeights& w,

@@ -12,24 +12,26 @@ namespace trtp {
 class LegacyGeluOp {
 public:
     static constexpr const char* kName = "CustomGeluPluginDynamic";
+    struct Params {
+        int32_t typeId; // 0 FP32, 1 FP16: kept for the fields' sake; the I/O type is the tensors'
+        std::vector<float> bias;
+    };
+    static const FieldTable<Params>& fields();
     static const OpSchema& schema();
+    static constexpr const char* kV1Layout[] = {"type_id", "bias"}; // blobs of format 1
 
-    LegacyGeluOp(int32_t typeId, std::vector<float> bias);
-    static LegacyGeluOp fromFields(const FieldParser& p);
-    void toFields(FieldWriter& w) const;
-    static LegacyGeluOp read(Reader& r);
-    void write(Writer& w) const;
+    explicit LegacyGeluOp(Params p);
+    const Params& params() const noexcept { return mP; }
 
     int32_t nbOutputs() const noexcept { return 1; }
-    HostWeights weights() const { return {&mBias}; }
+    HostWeights weights() const { return {&mP.bias}; }
     void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
     void onConfigured(DType, int64_t) {}
     cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:
-    int32_t mTypeId; // 0 FP32, 1 FP16: kept for the fields' sake; the I/O type is the tensors'
-    std::vector<float> mBias;
+    Params mP;
 };
 
 } // namespace trtp

@@ -50,7 +50,6 @@ std::vector<float> packed16(const std::vector<float>& w, bool (*exact)(float, ui
 } // namespace
 
 SkipNormOp::SkipNormOp(Params p) : mP(std::move(p)) {
-    if (!isKnown(mP.norm, kNorms)) fail("norm code %d is invalid", static_cast<int>(mP.norm));
     mP.check();
     for (int t = 0; t < 2; ++t) {
         auto exact = t == 0 ? exactHalf : exactBf16;
@@ -60,44 +59,23 @@ SkipNormOp::SkipNormOp(Params p) : mP(std::move(p)) {
     }
 }
 
+const FieldTable<SkipNormOp::Params>& SkipNormOp::fields() {
+    using F = Fields<Params>;
+    static const FieldTable<Params> t = FieldTable<Params>{F::choice("norm", &Params::norm, kNorms, {}, "the normalization")} +
+                                        NormWeights::fields<Params>(kEpsilon, "length == hidden (last dim)") +
+                                        FieldTable<Params>{NormWeights::outputSumField<Params>()};
+    return t;
+}
+
 const OpSchema& SkipNormOp::schema() {
     static const OpSchema s{
         kName,
         "s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta); outputs y and, with output_sum, s.",
-        {{"norm", FieldKind::kString, true, std::nullopt, enumValues(kNorms), "the normalization"},
-         {"epsilon", FieldKind::kFloat, false, kEpsilon, {}, "> 0"},
-         {"gamma", FieldKind::kWeights, true, std::nullopt, {}, "length == hidden (last dim)"},
-         {"beta", FieldKind::kWeights, false, std::nullopt, {}, ""},
-         {"bias", FieldKind::kWeights, false, std::nullopt, {}, "added to the sum before normalization"},
-         {"output_sum", FieldKind::kInt, false, 0.0, {}, "0 or 1: second output s"}},
+        fieldSpecs(fields()),
         {{"x", false, nullptr, "any rank >= 1, last dim = hidden"}, {"skip", true, nullptr, "like x, or broadcast over its leading dims"}},
         {{"y", false, nullptr, "like x"}, {"sum", false, "output_sum", "s = x + skip + bias, like x"}},
     };
     return s;
-}
-
-SkipNormOp SkipNormOp::fromFields(const FieldParser& f) {
-    Params p;
-    p.norm = parseEnum(FieldParser::required(f.string("norm"), "norm"), kNorms, "norm");
-    static_cast<NormWeights&>(p) = NormWeights::fromFields(f, kEpsilon);
-    return SkipNormOp(std::move(p));
-}
-
-void SkipNormOp::toFields(FieldWriter& w) const {
-    w.string("norm", enumName(mP.norm, kNorms));
-    mP.NormWeights::toFields(w);
-}
-
-SkipNormOp SkipNormOp::read(Reader& r) {
-    Params p;
-    p.norm = static_cast<Norm>(r.pod<int32_t>());
-    static_cast<NormWeights&>(p) = NormWeights::read(r);
-    return SkipNormOp(std::move(p));
-}
-
-void SkipNormOp::write(Writer& w) const {
-    w.pod(static_cast<int32_t>(mP.norm));
-    mP.NormWeights::write(w);
 }
 
 void SkipNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {

@@ -10,17 +10,16 @@ namespace trtp {
 class SkipNormOp {
 public:
     static constexpr const char* kName = "SkipNorm";
-    static constexpr float kEpsilon = 1e-5f; // default
-    static const OpSchema& schema();
-
+    static constexpr float kEpsilon = 1e-5f; // the default: the one place it is written
     struct Params : NormWeights {
-        Norm norm = Norm::kLayer;
+        Norm norm;
     };
+    static const FieldTable<Params>& fields();
+    static const OpSchema& schema();
+    static constexpr const char* kV1Layout[] = {"norm", "epsilon", "output_sum", "gamma", "beta", "bias"}; // blobs of format 1
+
     explicit SkipNormOp(Params p);
-    static SkipNormOp fromFields(const FieldParser& p);
-    void toFields(FieldWriter& w) const;
-    static SkipNormOp read(Reader& r);
-    void write(Writer& w) const;
+    const Params& params() const noexcept { return mP; }
 
     int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
     // gamma, beta, bias (FP32), then gamma and beta in FP16 and in BF16 (two values per float) where
