@@ -15,6 +15,9 @@ from .. import ops
 from .match import Ctx, Skip, const, guard, need, producer_op, split_const
 
 
+#: the default epsilon attribute of ONNX's LayerNormalization, InstanceNormalization and GroupNormalization
+ONNX_EPSILON = 1e-5
+
 @dataclass
 class Match:
     pattern: "Pattern"

@@ -28,7 +28,7 @@ import onnx_graphsurgeon as gs
 
 from .. import kernels
 from ..fusion.match import Skip, const, guard, need, producer_op, product, split_const
-from ..fusion.pattern import Match, Pattern
+from ..fusion.pattern import ONNX_EPSILON, Match, Pattern
 from ..reference import activation, check_vec, f64
 from . import GROUP_NORM, spec
 from .skip_norm import LayerNorm
@@ -279,7 +279,7 @@ class GroupNormInstance(GroupNormPattern):
         guard(bias is not None and bias.size == g and np.all(bias == 0.0), "InstanceNormalization bias is not zeros")
         y, nodes = _reshape_back(ctx, inst.outputs[0], x, [reshape, inst])
         y, nodes, gamma, beta = _affine_channels(ctx, y, nodes, ctx.dims(x)[1])
-        return x, y, nodes, g, gamma, beta, float(inst.attrs.get("epsilon", 1e-5))
+        return x, y, nodes, g, gamma, beta, float(inst.attrs.get("epsilon", ONNX_EPSILON))
 
 
 class GroupNormDecomposed(GroupNormPattern):
@@ -309,7 +309,7 @@ class GroupNormOp(GroupNormPattern):
         guard(int(node.attrs.get("stash_type", 1)) == 1, "stash_type is not float32")
         if scale.size == g and g != c:  # an opset-18 op (per group), which onnx.version_converter keeps as it is
             scale, bias = np.repeat(scale.reshape(-1), c // g), np.repeat(bias.reshape(-1), c // g)
-        return x, node.outputs[0], [node], g, scale, bias, float(node.attrs.get("epsilon", 1e-5))
+        return x, node.outputs[0], [node], g, scale, bias, float(node.attrs.get("epsilon", ONNX_EPSILON))
 
 
 PATTERNS = (GroupNormOp(), GroupNormInstance(), GroupNormDecomposed())

@@ -24,7 +24,7 @@ import numpy as np
 from .. import kernels
 from ..fusion.match import (Skip, affine, close, const, guard, inv_std, need, producer_op, reduce_last_axis, rsqrt,
                             scalar)
-from ..fusion.pattern import NormPattern
+from ..fusion.pattern import ONNX_EPSILON, NormPattern
 from ..reference import check_vec, f64
 from . import NORMS, SKIP_NORM, spec
 
@@ -102,7 +102,7 @@ class LayerNormOp(NormPattern):
         guard(axis == -1 or (rank is not None and axis % rank == rank - 1), f"normalizes from axis {axis}, not the last axis only")
         guard(all(not t.outputs and t.name not in ctx.outputs for t in node.outputs[1:]), "Mean/InvStdDev outputs are used")
         beta = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2].name else None
-        return x, node.outputs[0], [node], node.inputs[1], beta, float(node.attrs.get("epsilon", 1e-5))
+        return x, node.outputs[0], [node], node.inputs[1], beta, float(node.attrs.get("epsilon", ONNX_EPSILON))
 
 
 def _square_of(ctx, node, centred) -> bool:

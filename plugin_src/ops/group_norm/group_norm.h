@@ -65,7 +65,7 @@ struct GroupNormArgs {
     size_t workspaceSize = 0;
     int64_t n = 0, channels = 0, spatial = 0; // spatial = product of the dims after C
     int64_t groups = 1;
-    float epsilon = 1e-5f;
+    float epsilon = 0.f;          // > 0 (the op declaration holds its default)
     GroupNormSkip skipMode = GroupNormSkip::kNone;
     GroupNormAct act = GroupNormAct::kNone;
     GroupNormPlan plan = {};      // groupNormConfigure(...) when configured; not a plan of this shape: two launches

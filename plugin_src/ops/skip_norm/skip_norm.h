@@ -22,7 +22,7 @@ struct SkipNormArgs {
     int64_t skipRows = 0;        // 0: skip has `rows` rows; else row r of x adds skip row r % skipRows
     const void* gammaIo = nullptr; // optional: gamma and beta again in dt, exactly equal to the FP32 ones
     const void* betaIo = nullptr;  // (16-byte aligned; betaIo required with beta): half the weight bytes
-    float epsilon = 1e-5f;
+    float epsilon = 0.f;          // > 0 (the op declaration holds its default)
     Norm norm = Norm::kLayer;
     int32_t variant = -1;        // skipNormVariant(...) chosen when configured; -1: chosen at launch
     int32_t smallVariant = -1;   // the same for small launches (skipNormSmall; skipNormVariant(..., true))
