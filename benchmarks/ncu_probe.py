@@ -8,7 +8,6 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from trtplugins import kernels  # noqa: E402
 from trtplugins.ops import bias_activation, skip_norm  # noqa: E402
 
 g = torch.Generator(device="cuda").manual_seed(0)

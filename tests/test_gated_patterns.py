@@ -14,7 +14,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
 
-from trtplugins import ops, reference
+from trtplugins import ops
 from trtplugins.ops import gated_activation
 from trtplugins.graph import substitute
 

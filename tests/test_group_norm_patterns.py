@@ -12,7 +12,6 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
 
-from trtplugins import reference
 from trtplugins.ops import group_norm
 from trtplugins.graph import substitute
 

@@ -8,7 +8,6 @@ import math
 
 import pytest
 
-from trtplugins import kernels
 from trtplugins.ops import group_norm
 
 # cudaDeviceGetAttribute's answers on an H200 (the opt-in less the kernel's static shared memory bound)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from plugin_harness import FLOAT, HALF, PF_FLOAT32, PF_INT32
-from trtplugins import ops, reference
+from trtplugins import ops
 from trtplugins.ops import bias_activation, registry
 
 NAME = "CustomGeluPluginDynamic"

@@ -326,8 +326,6 @@ def test_skip_broadcast_over_leading_dims(shape, folded):
 
 def test_reference_broadcast_skip():
     """The plugin's contract: row r of x takes skip row r % skip_rows; the sum has x's shape."""
-    from trtplugins import reference
-
     x, skip = RNG.standard_normal((2, 3, H)).astype(np.float32), RNG.standard_normal((3, H)).astype(np.float32)
     kw = {"gamma": RNG.standard_normal(H), "output_sum": True}
     for s in (skip, skip[None]):

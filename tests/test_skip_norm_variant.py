@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from trtplugins import kernels
 from trtplugins.ops import skip_norm
 
 HOIST, VEC, WARP, LONG, LOOP = 32, 64, 16, 15, 6

@@ -1,8 +1,10 @@
 """ctypes access to the bare CUDA kernels (libtrtplugins_kernels.so, no TensorRT).
 
-For tests and benchmarks: each call launches the same kernel the plugin's enqueue
-launches. Functions take torch CUDA tensors (launched on torch's current stream);
-the `raw_` functions take device pointers as ints.
+For tests and benchmarks: each op's binding (trtplugins.ops.<op>.kernel, raw_kernel) launches the
+same kernel the plugin's enqueue launches; its `kernel` takes torch CUDA tensors (launched on
+torch's current stream), its `raw_kernel` device pointers as ints. The library describes its
+entry points (trtp_entries: their signatures from their C types) and enums (trtp_enums): this
+module declares them from that, and keeps only what every binding shares.
 
 The library is found through $TRTPLUGINS_KERNELS_LIB, else where the plugin
 libraries are searched (trtplugins.loader.search_dirs); the error lists every path tried.
@@ -12,24 +14,15 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import math
+import json
 import os
 from pathlib import Path
 from typing import Any
 
-from . import ops
 from .loader import find_library
 
 LIB_NAME = "libtrtplugins_kernels.so"
 ENV_VAR = "TRTPLUGINS_KERNELS_LIB"
-
-DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
-ACTIVATION_IDS = {name: i for i, name in enumerate(ops.ACTIVATIONS)}  # header enum order == ops order
-GATED_ACT_IDS = ops.OPS[ops.GATED_ACTIVATION].enum_ids("activation")
-GATE_IDS = ops.OPS[ops.GATED_ACTIVATION].enum_ids("gate")
-NORM_IDS = {name: i for i, name in enumerate(ops.NORMS)}
-GROUP_NORM_ACT_IDS = ops.OPS[ops.GROUP_NORM].enum_ids("activation")
-GROUP_NORM_SKIP = {"none": 0, "full": 1, "per_channel": 2}  # GroupNormSkip in group_norm.h
 
 _lib: ctypes.CDLL | None = None
 
@@ -55,36 +48,31 @@ def load() -> ctypes.CDLL:
     return _lib
 
 
+#: ctypes type of each letter of trtp_entries()'s signatures (plugin_src/capi/capi.cu, Code)
+_CODES = {"v": None, "i": ctypes.c_int, "q": ctypes.c_longlong, "f": ctypes.c_float, "z": ctypes.c_size_t,
+          "p": ctypes.c_void_p, "s": ctypes.c_char_p, "I": ctypes.POINTER(ctypes.c_int),
+          "Q": ctypes.POINTER(ctypes.c_longlong)}
+
+
 def _declare(lib: ctypes.CDLL) -> None:
-    p, ll, i, f = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_float
-    lib.trtp_bias_activation.argtypes = [i, p, p, p, ll, ll, i, p]
-    lib.trtp_bias_activation.restype = i
-    lib.trtp_gated_activation.argtypes = [i, p, p, p, p, p, ll, ll, i, i, p]
-    lib.trtp_gated_activation.restype = i
-    lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p, p, p]
-    lib.trtp_skip_norm.restype = i
-    lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll, i, ll]
-    lib.trtp_skip_norm_variant.restype = i
-    lib.trtp_skip_norm_small_elems.argtypes = []
-    lib.trtp_skip_norm_small_elems.restype = ll
-    lib.trtp_skip_norm_candidates.argtypes = [i, i, i, ll, ctypes.POINTER(i), i]
-    lib.trtp_skip_norm_candidates.restype = i
-    z = ctypes.c_size_t
-    pll, pi = ctypes.POINTER(ll), ctypes.POINTER(i)
-    lib.trtp_group_norm.argtypes = [i, p, p, i, p, p, p, p, p, p, z, ll, ll, ll, ll, f, i, ll, ll, i, pll, p]
-    lib.trtp_group_norm.restype = i
-    lib.trtp_group_norm_plan.argtypes = [i, ll, ll, ll, i, pi, pll, pll, pi]
-    lib.trtp_group_norm_plan.restype = None
-    lib.trtp_group_norm_configure.argtypes = [i, ll, ll, ll, i, pll, pll, pi]
-    lib.trtp_group_norm_configure.restype = None
-    lib.trtp_group_norm_device.argtypes = [pi, pi, pi, pi]
-    lib.trtp_group_norm_device.restype = None
-    lib.trtp_group_norm_workspace.argtypes = [ll, ll]
-    lib.trtp_group_norm_workspace.restype = z
-    lib.trtp_error_string.argtypes = [i]
-    lib.trtp_error_string.restype = ctypes.c_char_p
-    lib.trtp_empty_launch.argtypes = [p]
-    lib.trtp_empty_launch.restype = i
+    """Every entry point's ctypes signature, as the library describes it (trtp_entries)."""
+    for fn in ("trtp_entries", "trtp_enums"):
+        getattr(lib, fn).restype, getattr(lib, fn).argtypes = ctypes.c_char_p, []
+    for line in lib.trtp_entries().decode().splitlines():
+        name, sig = line.split()
+        result, args = sig.split(":")
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = _CODES[result], [_CODES[c] for c in args]
+
+
+@functools.lru_cache(maxsize=None)
+def enums() -> dict[str, dict[str, int]]:
+    """The enums the entry points take that no op field names: "dtype", "group_norm_skip"."""
+    return json.loads(load().trtp_enums())
+
+
+def dtype_id(dtype: str | int) -> int:
+    return lookup(enums()["dtype"], dtype, "dtype")
 
 
 def check(code: int, what: str) -> None:
@@ -104,9 +92,6 @@ def lookup(table: dict[str, int], key: str | int, what: str) -> int:
         raise ValueError(f"unknown {what} {key!r}; known: {sorted(table)}") from None
 
 
-# --- raw pointers ---------------------------------------------------------------------------
-
-
 def empty_launch(stream: int = 0) -> None:
     """Launch an empty kernel (the latency floor for small launches)."""
     check(load().trtp_empty_launch(stream or None), "empty_launch")
@@ -117,7 +102,7 @@ def empty_launch(stream: int = 0) -> None:
 
 def dtype_name(t: Any) -> str:
     name = str(t.dtype).replace("torch.", "")
-    if name not in DTYPES:
+    if name not in enums()["dtype"]:
         raise TypeError(f"dtype {t.dtype} not supported; use float32, float16 or bfloat16")
     return name
 

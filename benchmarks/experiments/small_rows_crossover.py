@@ -9,7 +9,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import bench_kernels as bk  # noqa: E402
-from trtplugins import kernels  # noqa: E402
 from trtplugins.ops import skip_norm  # noqa: E402
 
 out = []

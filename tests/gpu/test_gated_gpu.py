@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtplugins import kernels, ops, reference
+from trtplugins import kernels, ops
 from trtplugins.ops import gated_activation
 
 from .test_kernels import DTYPES, alloc, check, f64, randn, tdtype

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtplugins import kernels, reference
+from trtplugins import kernels
 from trtplugins.ops import group_norm
 
 from .test_kernels import DTYPES, alloc, check, f64, randn, tdtype

@@ -20,7 +20,7 @@ import zlib
 import numpy as np
 import pytest
 
-from trtplugins import kernels, ops, reference
+from trtplugins import kernels, ops
 from trtplugins.ops import bias_activation, skip_norm
 
 DTYPES = ("float32", "float16", "bfloat16")

@@ -21,7 +21,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from plugin_harness import FLOAT, HALF  # noqa: E402
 
-from trtplugins import kernels  # noqa: E402
 from trtplugins.ops import bias_activation, skip_norm as skip_norm_op  # noqa: E402
 
 MB = 1 << 20

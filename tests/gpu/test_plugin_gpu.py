@@ -16,7 +16,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from plugin_harness import BF16, FLOAT, HALF, INT32  # noqa: E402
 
-from trtplugins import kernels, reference  # noqa: E402
 from trtplugins.ops import bias_activation, registry, skip_norm  # noqa: E402
 
 TRT_TYPE = {"float32": FLOAT, "float16": HALF, "bfloat16": BF16}

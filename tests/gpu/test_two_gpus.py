@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_plugin_concurrency import bare_skip_norm, enqueue, ready, skip_norm  # noqa: E402
 
 from plugin_harness import HALF  # noqa: E402
-from trtplugins import reference  # noqa: E402
 from trtplugins.ops import skip_norm as skip_norm_op  # noqa: E402
 
 HIDDEN, ROWS, ITERS = 4096, 256, 400

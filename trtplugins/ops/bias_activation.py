@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import kernels
-from ..fusion.match import Skip, close, guard, need, polynomial, producer_op, product, scalar, split_scalar
+from ..fusion.match import close, guard, need, polynomial, producer_op, product, scalar, split_scalar
 from ..fusion.pattern import ActivationPattern
 from ..reference import activation, check_vec, f64
 from . import BIAS_ACTIVATION, spec
@@ -208,7 +208,7 @@ ACTIVATION_IDS = spec(BIAS_ACTIVATION).enum_ids("activation")
 
 def raw_kernel(dtype, x: int, bias: int, y: int, rows: int, hidden: int, activation, stream: int = 0):
     code = kernels.load().trtp_bias_activation(
-        kernels.lookup(kernels.DTYPES, dtype, "dtype"), x, bias or None, y, rows, hidden,
+        kernels.dtype_id(dtype), x, bias or None, y, rows, hidden,
         kernels.lookup(ACTIVATION_IDS, activation, "activation"), stream or None,
     )
     kernels.check(code, "bias_activation")

@@ -249,7 +249,7 @@ GATE_IDS = spec(GATED_ACTIVATION).enum_ids("gate")
 def raw_kernel(dtype, x: int, x2: int, gate_bias: int, linear_bias: int, y: int, rows: int, width: int,
                          activation, gate="first", stream: int = 0):
     code = kernels.load().trtp_gated_activation(
-        kernels.lookup(kernels.DTYPES, dtype, "dtype"), x, x2 or None, gate_bias or None, linear_bias or None, y, rows, width,
+        kernels.dtype_id(dtype), x, x2 or None, gate_bias or None, linear_bias or None, y, rows, width,
         kernels.lookup(ACTIVATION_IDS, activation, "activation"), kernels.lookup(GATE_IDS, gate, "gate"), stream or None,
     )
     kernels.check(code, "gated_activation")

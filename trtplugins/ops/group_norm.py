@@ -318,7 +318,11 @@ PATTERNS = (GroupNormOp(), GroupNormInstance(), GroupNormDecomposed())
 # --- kernel binding -------------------------------------------------------------------------
 
 ACTIVATION_IDS = spec(GROUP_NORM).enum_ids("activation")
-SKIP_MODES = {"none": 0, "full": 1, "per_channel": 2}  # GroupNormSkip in group_norm.h
+
+
+def skip_mode_id(mode: str | int) -> int:
+    """How a skip input is added: "none", "full" (like x) or "per_channel" ([N, C, 1, ...])."""
+    return kernels.lookup(kernels.enums()["group_norm_skip"], mode, "skip mode")
 
 
 def raw_kernel(dtype, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int, sum_out: int,
@@ -329,7 +333,7 @@ def raw_kernel(dtype, x: int, skip: int, skip_mode, bias: int, gamma: int, beta:
     chunks, chunk_len, cluster = _plan3(plan)
     ran = (ctypes.c_longlong * 3)()
     code = kernels.load().trtp_group_norm(
-        kernels.lookup(kernels.DTYPES, dtype, "dtype"), x, skip or None, kernels.lookup(SKIP_MODES, skip_mode, "skip mode"),
+        kernels.dtype_id(dtype), x, skip or None, skip_mode_id(skip_mode),
         bias or None, gamma, beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels,
         spatial, groups, epsilon, kernels.lookup(ACTIVATION_IDS, activation, "activation"), chunks, chunk_len,
         int(cluster), ran, stream or None,
@@ -354,7 +358,7 @@ def plan(n: int, groups: int, group_size: int, dtype="float32", skip_mode="none"
     device()'s: on such a GPU, without a CUDA call. cluster True: one launch, each group's
     chunks one thread-block cluster (sm_90+)."""
     chunks, chunk_len, cluster = ctypes.c_longlong(), ctypes.c_longlong(), ctypes.c_int()
-    head = (kernels.lookup(kernels.DTYPES, dtype, "dtype"), n, groups, group_size, kernels.lookup(SKIP_MODES, skip_mode, "skip mode"))
+    head = (kernels.dtype_id(dtype), n, groups, group_size, skip_mode_id(skip_mode))
     outs = (ctypes.byref(chunks), ctypes.byref(chunk_len), ctypes.byref(cluster))
     if device is True:
         kernels.load().trtp_group_norm_configure(*head, *outs)
@@ -369,7 +373,7 @@ def candidates(n: int, groups: int, group_size: int, dtype="float32", skip_mode=
     one launch with clusters of 1, 2, 4, 8, 16 CTAs whose chunks fit its shared memory (none below sm_90)."""
     plans = [plan(n, groups, group_size, dtype, skip_mode, device=False)]
     dev = device()
-    per_elem = (4 if kernels.lookup(kernels.DTYPES, dtype, "dtype") == kernels.DTYPES["float32"] else 2) * (2 if skip_mode == "full" else 1)
+    per_elem = (4 if kernels.dtype_id(dtype) == kernels.dtype_id("float32") else 2) * (2 if skip_mode == "full" else 1)
     for size in (1, 2, 4, 8, 16):
         chunk_len = math.ceil(math.ceil(group_size / size) / 256) * 256  # a multiple of 256, as the plugin's
         if size <= dev["max_cluster"] and chunk_len * per_elem <= dev["smem_per_block"]:

@@ -213,7 +213,7 @@ def raw_kernel(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: in
                   rows: int, hidden: int, epsilon: float, norm, stream: int = 0, skip_rows: int = 0,
                   variant: int = -1, gamma_io: int = 0, beta_io: int = 0):
     code = kernels.load().trtp_skip_norm(
-        kernels.lookup(kernels.DTYPES, dtype, "dtype"), x, skip or None, bias or None, gamma, beta or None, y,
+        kernels.dtype_id(dtype), x, skip or None, bias or None, gamma, beta or None, y,
         sum_out or None, rows, hidden, epsilon, kernels.lookup(NORM_IDS, norm, "norm"), skip_rows, variant,
         gamma_io or None, beta_io or None, stream or None,
     )
@@ -224,7 +224,7 @@ def variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False,
     """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
     io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io); rows: a
     launch's row count (None: a large one; launches of <= small_elems() elements run another variant)."""
-    return kernels.load().trtp_skip_norm_variant(kernels.lookup(kernels.DTYPES, dtype, "dtype"), kernels.lookup(NORM_IDS, norm, "norm"), skip, hidden,
+    return kernels.load().trtp_skip_norm_variant(kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm"), skip, hidden,
                                          io_weights, -1 if rows is None else rows)
 
 
@@ -236,7 +236,7 @@ def small_elems() -> int:
 def candidates(dtype, norm: str, skip: bool, hidden: int) -> list[int]:
     """Every kernel variant this build has that can run rows of `hidden` elements (benchmarks, tests)."""
     buf = (ctypes.c_int * 256)()
-    n = kernels.load().trtp_skip_norm_candidates(kernels.lookup(kernels.DTYPES, dtype, "dtype"), kernels.lookup(NORM_IDS, norm, "norm"), skip,
+    n = kernels.load().trtp_skip_norm_candidates(kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm"), skip,
                                          hidden, buf, 256)
     return list(buf[:min(n, 256)])
 
