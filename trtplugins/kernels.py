@@ -51,7 +51,8 @@ def load() -> ctypes.CDLL:
 #: ctypes type of each letter of trtp_entries()'s signatures (plugin_src/capi/capi.cu, Code)
 _CODES = {"v": None, "i": ctypes.c_int, "q": ctypes.c_longlong, "f": ctypes.c_float, "z": ctypes.c_size_t,
           "p": ctypes.c_void_p, "s": ctypes.c_char_p, "I": ctypes.POINTER(ctypes.c_int),
-          "Q": ctypes.POINTER(ctypes.c_longlong)}
+          "Q": ctypes.POINTER(ctypes.c_longlong), "S": ctypes.POINTER(ctypes.c_char_p),
+          "P": ctypes.POINTER(ctypes.c_void_p)}
 
 
 def _declare(lib: ctypes.CDLL) -> None:

@@ -110,7 +110,7 @@ private:
         w.pod(mS.nbInputs());
         FieldWriter fields;
         opToFields(mS.op(), fields);
-        w.fields(*fields.collection());
+        w.fields(fields.fields());
         return w;
     }
 
@@ -129,7 +129,7 @@ public:
 
     nvinfer1::IPluginV2* createPlugin(const char*, const nvinfer1::PluginFieldCollection* fc) noexcept override {
         return guarded(Op::kName, "createPlugin", static_cast<nvinfer1::IPluginV2*>(nullptr),
-                       [&] { return adopt(new V2Plugin<Op>(opFromFields<Op>(fc))); });
+                       [&] { return adopt(new V2Plugin<Op>(opFromFields<Op>(rawFields(fc)))); });
     }
 
     nvinfer1::IPluginV2* deserializePlugin(const char*, const void* data, size_t length) noexcept override {

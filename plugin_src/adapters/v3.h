@@ -110,7 +110,7 @@ public:
         return guarded(Op::kName, "getFieldsToSerialize", static_cast<const nvinfer1::PluginFieldCollection*>(nullptr), [&] {
             mFields.clear();
             opToFields(mS.op(), mFields);
-            return mFields.collection();
+            return mTrtFields.of(mFields.fields());
         });
     }
 
@@ -123,6 +123,7 @@ private:
     OpState<Op> mS;
     std::string mNamespace;
     FieldWriter mFields;
+    TrtFields mTrtFields;
 };
 
 template <class Op>
@@ -135,7 +136,7 @@ public:
 
     nvinfer1::IPluginV3* createPlugin(const char*, const nvinfer1::PluginFieldCollection* fc, nvinfer1::TensorRTPhase phase) noexcept override {
         return guarded(Op::kName, "createPlugin", static_cast<nvinfer1::IPluginV3*>(nullptr), [&]() -> nvinfer1::IPluginV3* {
-            std::unique_ptr<V3Plugin<Op>> p(new V3Plugin<Op>(opFromFields<Op>(fc), ""));
+            std::unique_ptr<V3Plugin<Op>> p(new V3Plugin<Op>(opFromFields<Op>(rawFields(fc)), ""));
             if (phase == nvinfer1::TensorRTPhase::kRUNTIME && currentDevice() >= 0) p->initializeForRuntime();
             return p.release();
         });

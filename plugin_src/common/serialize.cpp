@@ -72,22 +72,10 @@ std::vector<float> Reader::floats() {
     return v;
 }
 
-namespace {
-size_t elementBytes(nvinfer1::PluginFieldType t) {
-    switch (t) {
-    case nvinfer1::PluginFieldType::kFLOAT16: case nvinfer1::PluginFieldType::kBF16: case nvinfer1::PluginFieldType::kINT16: return 2;
-    case nvinfer1::PluginFieldType::kFLOAT32: case nvinfer1::PluginFieldType::kINT32: return 4;
-    case nvinfer1::PluginFieldType::kFLOAT64: case nvinfer1::PluginFieldType::kINT64: return 8;
-    default: return 1;
-    }
-}
-} // namespace
-
-void Writer::fields(const nvinfer1::PluginFieldCollection& fc) {
-    pod(static_cast<uint32_t>(fc.nbFields));
-    for (int32_t i = 0; i < fc.nbFields; ++i) {
-        const auto& f = fc.fields[i];
-        const size_t bytes = static_cast<size_t>(f.length) * elementBytes(f.type);
+void Writer::fields(const std::vector<RawField>& fields) {
+    pod(static_cast<uint32_t>(fields.size()));
+    for (const auto& f : fields) {
+        const size_t bytes = static_cast<size_t>(f.length) * fieldTypeBytes(f.type);
         string(f.name);
         pod(static_cast<int32_t>(f.type));
         pod(f.length);
@@ -102,12 +90,12 @@ BlobFields Reader::fields() {
     const auto n = pod<uint32_t>();
     for (uint32_t i = 0; i < n; ++i) {
         out.names.push_back(string());
-        const auto type = static_cast<nvinfer1::PluginFieldType>(pod<int32_t>());
+        const auto type = static_cast<FieldType>(pod<int32_t>());
         const auto length = pod<int32_t>();
         const auto bytes = pod<uint32_t>();
-        if (length < 0 || bytes != static_cast<size_t>(length) * elementBytes(type))
+        if (length < 0 || bytes != static_cast<size_t>(length) * fieldTypeBytes(type))
             fail("serialized field '%s' has %u bytes for %d values", out.names.back().c_str(), bytes, length);
-        out.fields.emplace_back(out.names.back().c_str(), take(bytes), type, length);
+        out.fields.push_back({out.names.back().c_str(), take(bytes), type, length});
     }
     return out;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "fields.h"
 
 namespace trtp {
 
@@ -27,10 +28,7 @@ struct BlobFields {
     BlobFields(const BlobFields&) = delete; // the fields point into names
     BlobFields(BlobFields&&) = default;
     std::deque<std::string> names;
-    std::vector<nvinfer1::PluginField> fields;
-    nvinfer1::PluginFieldCollection collection() const noexcept {
-        return {static_cast<int32_t>(fields.size()), fields.data()};
-    }
+    std::vector<RawField> fields;
 };
 
 uint32_t fnv1a(const uint8_t* data, size_t n) noexcept;
@@ -56,7 +54,7 @@ public:
     }
 
     // u32 count; per field: name, i32 type, i32 length, u32 byte count, the bytes.
-    void fields(const nvinfer1::PluginFieldCollection& fc);
+    void fields(const std::vector<RawField>& fields);
 
     size_t size() const noexcept { return kBlobHeader + mPayload.size(); }
     void copyTo(void* buffer) const noexcept;

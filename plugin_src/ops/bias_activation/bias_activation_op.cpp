@@ -24,14 +24,14 @@ const OpSchema& BiasActivationOp::schema() {
     return s;
 }
 
-void BiasActivationOp::checkDims(const nvinfer1::Dims* in, int32_t) const {
+void BiasActivationOp::checkDims(const Dims* in, int32_t) const {
     if (in[0].nbDims < 1) fail("input rank %d, expected >= 1", in[0].nbDims);
     const int64_t hidden = in[0].d[in[0].nbDims - 1];
     if (!mP.bias.empty() && hidden >= 0 && hidden != static_cast<int64_t>(mP.bias.size()))
         fail("last dim of input %s is %lld, bias has %zu values", dimsString(in[0]).c_str(), static_cast<long long>(hidden), mP.bias.size());
 }
 
-cudaError_t BiasActivationOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t, const DeviceWeights& w,
+cudaError_t BiasActivationOp::launch(DType dt, const TensorDesc* in, int32_t, const DeviceWeights& w,
                                      const void* const* inputs, void* const* outputs, cudaStream_t stream) const {
     int64_t rows, hidden;
     rowsAndHidden(in[0].dims, rows, hidden);

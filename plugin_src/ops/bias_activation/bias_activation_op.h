@@ -1,7 +1,7 @@
 // BiasActivation: y = act(x + bias), the bias Add in front of an activation folded in.
-// The op declaration (see adapters/op.h for what an op provides).
+// The op declaration (see common/op.h for what an op provides).
 #pragma once
-#include "../../adapters/op.h"
+#include "../../common/op.h"
 #include "bias_activation.h"
 
 namespace trtp {
@@ -22,9 +22,9 @@ public:
 
     int32_t nbOutputs() const noexcept { return 1; }
     HostWeights weights() const { return {&mP.bias}; }
-    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void checkDims(const Dims* in, int32_t nbInputs) const;
     void onConfigured(DType, int64_t) {}
-    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+    cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:

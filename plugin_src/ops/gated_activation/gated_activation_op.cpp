@@ -36,7 +36,7 @@ const OpSchema& GatedActivationOp::schema() {
     return s;
 }
 
-void GatedActivationOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
+void GatedActivationOp::checkDims(const Dims* in, int32_t nbInputs) const {
     const auto& x = in[0];
     if (x.nbDims < 1) fail("input rank %d, expected >= 1", x.nbDims);
     const int64_t last = x.d[x.nbDims - 1];
@@ -55,18 +55,7 @@ void GatedActivationOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) co
              static_cast<long long>(width), biases);
 }
 
-nvinfer1::DimsExprs GatedActivationOp::outputDims(const nvinfer1::DimsExprs* in, int32_t nbInputs,
-                                                  nvinfer1::IExprBuilder& b) const {
-    nvinfer1::DimsExprs y = in[0];
-    if (y.nbDims < 1 || y.nbDims > nvinfer1::Dims::MAX_DIMS) fail("input rank %d, expected 1..%d", y.nbDims, nvinfer1::Dims::MAX_DIMS);
-    if (nbInputs > 1) return y;
-    auto& last = y.d[y.nbDims - 1];
-    last = last ? b.operation(nvinfer1::DimensionOperation::kFLOOR_DIV, *last, *b.constant(2)) : nullptr;
-    if (!last) fail("no expression for half the last dim");
-    return y;
-}
-
-cudaError_t GatedActivationOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs,
+cudaError_t GatedActivationOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs,
                                       const DeviceWeights& w, const void* const* inputs, void* const* outputs,
                                       cudaStream_t stream) const {
     GatedActivationArgs a;

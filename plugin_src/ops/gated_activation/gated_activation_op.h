@@ -1,7 +1,7 @@
 // GatedActivation: y = act(gate + gate_bias) * (linear + linear_bias), the operands two inputs or the
-// two halves of one input's last dim (SwiGLU, GEGLU, ReGLU). The op declaration (see adapters/op.h).
+// two halves of one input's last dim (SwiGLU, GEGLU, ReGLU). The op declaration (see common/op.h).
 #pragma once
-#include "../../adapters/op.h"
+#include "../../common/op.h"
 #include "gated_activation.h"
 
 namespace trtp {
@@ -23,11 +23,11 @@ public:
 
     int32_t nbOutputs() const noexcept { return 1; }
     HostWeights weights() const { return {&mP.gateBias, &mP.linearBias}; }
-    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void checkDims(const Dims* in, int32_t nbInputs) const;
     // One input: its last dim halved.
-    nvinfer1::DimsExprs outputDims(const nvinfer1::DimsExprs* in, int32_t nbInputs, nvinfer1::IExprBuilder& b) const;
+    int64_t lastDimDivisor(int32_t nbInputs) const noexcept { return nbInputs > 1 ? 1 : 2; }
     void onConfigured(DType, int64_t) {}
-    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+    cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:

@@ -34,7 +34,7 @@ const OpSchema& GroupNormOp::schema() {
     return s;
 }
 
-void GroupNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
+void GroupNormOp::checkDims(const Dims* in, int32_t nbInputs) const {
     const auto& x = in[0];
     if (x.nbDims < 3) fail("input dims %s: rank %d, expected N, C, spatial... (rank >= 3)", dimsString(x).c_str(), x.nbDims);
     const int64_t c = x.d[1];
@@ -54,8 +54,8 @@ void GroupNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
         fail("skip dims %s are neither input dims %s nor [N, C, 1, ...]", dimsString(s).c_str(), dimsString(x).c_str());
 }
 
-void GroupNormOp::shape(const nvinfer1::Dims& x, int64_t& n, int64_t& c, int64_t& spatial) {
-    if (x.nbDims < 3 || x.nbDims > nvinfer1::Dims::MAX_DIMS) fail("input rank %d, expected 3..%d", x.nbDims, nvinfer1::Dims::MAX_DIMS);
+void GroupNormOp::shape(const Dims& x, int64_t& n, int64_t& c, int64_t& spatial) {
+    if (x.nbDims < 3 || x.nbDims > kMaxDims) fail("input rank %d, expected 3..%d", x.nbDims, kMaxDims);
     for (int32_t i = 0; i < x.nbDims; ++i)
         if (x.d[i] < 0) fail("input dims %s are not known", dimsString(x).c_str());
     n = x.d[0];
@@ -64,7 +64,7 @@ void GroupNormOp::shape(const nvinfer1::Dims& x, int64_t& n, int64_t& c, int64_t
     for (int32_t i = 2; i < x.nbDims; ++i) spatial *= x.d[i];
 }
 
-GroupNormSkip GroupNormOp::skipMode(const nvinfer1::Dims* skip, int64_t spatial) {
+GroupNormSkip GroupNormOp::skipMode(const Dims* skip, int64_t spatial) {
     if (!skip) return GroupNormSkip::kNone;
     int64_t n, c, skipSpatial;
     shape(*skip, n, c, skipSpatial);
@@ -72,7 +72,7 @@ GroupNormSkip GroupNormOp::skipMode(const nvinfer1::Dims* skip, int64_t spatial)
 }
 
 // The path and split for this shape, on this GPU (the device query happens here, never in enqueue).
-void GroupNormOp::onConfiguredDims(DType dt, const nvinfer1::Dims* in, int32_t nbInputs) {
+void GroupNormOp::onConfiguredDims(DType dt, const Dims* in, int32_t nbInputs) {
     if (nbInputs > 1 && !allKnown(in[1])) return; // a later configure with every dim known plans
     int64_t n, c, spatial;
     shape(in[0], n, c, spatial);
@@ -82,13 +82,13 @@ void GroupNormOp::onConfiguredDims(DType dt, const nvinfer1::Dims* in, int32_t n
 }
 
 // The bound covers every shape up to the largest batch (the partials depend on N * groups only).
-size_t GroupNormOp::workspaceSize(const nvinfer1::Dims* in, int32_t) const {
+size_t GroupNormOp::workspaceSize(const Dims* in, int32_t) const {
     const auto& x = in[0];
     if (x.nbDims < 1 || x.d[0] < 0) fail("input dims %s: the batch size must be known", dimsString(x).c_str());
     return groupNormWorkspaceSize(x.d[0] > 0 ? x.d[0] : 1, mP.numGroups);
 }
 
-cudaError_t GroupNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+cudaError_t GroupNormOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                                 const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) const {
     GroupNormArgs a;
     shape(in[0].dims, a.n, a.channels, a.spatial);

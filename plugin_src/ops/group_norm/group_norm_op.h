@@ -1,7 +1,7 @@
 // GroupNorm: s = x (+ bias[c]) (+ skip); y = act(GN(s) * gamma + beta) over NCHW (rank >= 3);
-// optional output s. The op declaration (see adapters/op.h; it uses the workspace hooks).
+// optional output s. The op declaration (see common/op.h; it uses the workspace hooks).
 #pragma once
-#include "../../adapters/op.h"
+#include "../../common/op.h"
 #include "group_norm.h"
 #include "../../common/norm_weights.h"
 
@@ -25,17 +25,17 @@ public:
 
     int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
     HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
-    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
-    void onConfiguredDims(DType dt, const nvinfer1::Dims* in, int32_t nbInputs);
-    size_t workspaceSize(const nvinfer1::Dims* in, int32_t nbInputs) const;
-    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+    void checkDims(const Dims* in, int32_t nbInputs) const;
+    void onConfiguredDims(DType dt, const Dims* in, int32_t nbInputs);
+    size_t workspaceSize(const Dims* in, int32_t nbInputs) const;
+    cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) const;
 
 private:
     // x's dims as (n, channels, spatial); throws on unknown dims.
-    static void shape(const nvinfer1::Dims& x, int64_t& n, int64_t& c, int64_t& spatial);
+    static void shape(const Dims& x, int64_t& n, int64_t& c, int64_t& spatial);
     // How a skip input of these dims (nullptr: none) is added to x of `spatial` elements per channel.
-    static GroupNormSkip skipMode(const nvinfer1::Dims* skip, int64_t spatial);
+    static GroupNormSkip skipMode(const Dims* skip, int64_t spatial);
     Params mP;
     // The plan chosen when configured (groupNormConfigure: path and split), for that shape.
     struct PlanKey {

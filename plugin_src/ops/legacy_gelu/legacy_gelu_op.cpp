@@ -3,7 +3,7 @@
 namespace trtp {
 namespace {
 // The hidden dim: the last one that is not a trailing 1 (-1 when unknown), or the last dim.
-int32_t hiddenAxis(const nvinfer1::Dims& d) {
+int32_t hiddenAxis(const Dims& d) {
     int32_t k = d.nbDims - 1;
     while (k > 0 && d.d[k] == 1) --k;
     return k;
@@ -35,7 +35,7 @@ const OpSchema& LegacyGeluOp::schema() {
     return s;
 }
 
-void LegacyGeluOp::checkDims(const nvinfer1::Dims* in, int32_t) const {
+void LegacyGeluOp::checkDims(const Dims* in, int32_t) const {
     const auto& x = in[0];
     if (x.nbDims < 1) fail("input rank %d, expected >= 1", x.nbDims);
     const int64_t hidden = x.d[hiddenAxis(x)];
@@ -44,7 +44,7 @@ void LegacyGeluOp::checkDims(const nvinfer1::Dims* in, int32_t) const {
              dimsString(x).c_str(), static_cast<long long>(hidden), mP.bias.size());
 }
 
-cudaError_t LegacyGeluOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t, const DeviceWeights& w,
+cudaError_t LegacyGeluOp::launch(DType dt, const TensorDesc* in, int32_t, const DeviceWeights& w,
                                  const void* const* inputs, void* const* outputs, cudaStream_t stream) const {
     int64_t rows, last;
     rowsAndHidden(in[0].dims, rows, last);

@@ -2,9 +2,9 @@
 // name, version "1" and public fields, so models and engines that name it build on TensorRT 11
 // unchanged. Its documented semantics: y = gelu_tanh(x + bias), bias optional, over the input's
 // hidden dim (the last dim that is not a trailing 1: [S, B, E, 1, 1] in the BERT samples). The
-// BiasActivation kernel computes it. The op declaration (see adapters/op.h).
+// BiasActivation kernel computes it. The op declaration (see common/op.h).
 #pragma once
-#include "../../adapters/op.h"
+#include "../../common/op.h"
 #include "../bias_activation/bias_activation.h"
 
 namespace trtp {
@@ -25,9 +25,9 @@ public:
 
     int32_t nbOutputs() const noexcept { return 1; }
     HostWeights weights() const { return {&mP.bias}; }
-    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void checkDims(const Dims* in, int32_t nbInputs) const;
     void onConfigured(DType, int64_t) {}
-    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+    cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:

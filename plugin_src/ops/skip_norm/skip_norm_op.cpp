@@ -78,7 +78,7 @@ const OpSchema& SkipNormOp::schema() {
     return s;
 }
 
-void SkipNormOp::checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const {
+void SkipNormOp::checkDims(const Dims* in, int32_t nbInputs) const {
     const auto& x = in[0];
     if (x.nbDims < 1) fail("input rank %d, expected >= 1", x.nbDims);
     const int64_t hidden = x.d[x.nbDims - 1];
@@ -111,7 +111,7 @@ void SkipNormOp::onConfigured(DType dt, int64_t hidden) {
     mVariantHidden = hidden;
 }
 
-cudaError_t SkipNormOp::launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+cudaError_t SkipNormOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                                    const void* const* inputs, void* const* outputs, cudaStream_t stream) const {
     SkipNormArgs a;
     a.x = inputs[0];

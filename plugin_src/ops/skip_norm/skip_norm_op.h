@@ -1,7 +1,7 @@
 // SkipNorm: s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta); optional output s.
-// The op declaration (see adapters/op.h for what an op provides).
+// The op declaration (see common/op.h for what an op provides).
 #pragma once
-#include "../../adapters/op.h"
+#include "../../common/op.h"
 #include "skip_norm.h"
 #include "../../common/norm_weights.h"
 
@@ -25,9 +25,9 @@ public:
     // gamma, beta, bias (FP32), then gamma and beta in FP16 and in BF16 (two values per float) where
     // every value is exact there (else empty): 16-bit launches read half the weight bytes.
     HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias, &mIo[0][0], &mIo[0][1], &mIo[1][0], &mIo[1][1]}; }
-    void checkDims(const nvinfer1::Dims* in, int32_t nbInputs) const;
+    void checkDims(const Dims* in, int32_t nbInputs) const;
     void onConfigured(DType dt, int64_t hidden);
-    cudaError_t launch(DType dt, const nvinfer1::PluginTensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
+    cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:

@@ -1,17 +1,13 @@
-// C entry points for ctypes (no TensorRT): each returns the cudaError_t value (0 = success).
-// Python declares them from what trtp_entries() and trtp_enums() say (trtplugins/kernels.py): their
-// signatures come from their C types, the enum names and ids from the kernels' tables; nothing is
-// written twice.
-#include <cuda_runtime.h>
+// The bare kernels' own entry points (kernels.h).
+#include "kernels.h"
 
-#include <string>
+#include <cuda_runtime.h>
 
 #include "../ops/bias_activation/bias_activation.h"
 #include "../ops/gated_activation/gated_activation.h"
 #include "../ops/group_norm/group_norm.h"
 #include "../ops/skip_norm/skip_norm.h"
 
-#define TRTP_API extern "C" __attribute__((visibility("default")))
 
 namespace {
 __global__ void emptyKernel() {}
@@ -23,7 +19,6 @@ TRTP_API int trtp_bias_activation(int dtype, const void* x, const float* bias, v
                                           static_cast<cudaStream_t>(stream)));
 }
 
-// x2 nullptr: x holds both operands as the halves of its last dim (rows x 2 width).
 TRTP_API int trtp_gated_activation(int dtype, const void* x, const void* x2, const float* gate_bias,
                                    const float* linear_bias, void* y, long long rows, long long width, int act,
                                    int gate, void* stream) {
@@ -45,8 +40,6 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
     return int(trtp::launchSkipNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
 }
 
-// The variant a plugin's launch of `rows` rows runs for (dtype, norm, skip input, hidden); rows < 0: a
-// large launch; -1 for hidden < 1.
 TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, long long rows) {
     const bool small = rows >= 0 && hidden >= 1 && trtp::skipNormSmall(rows, hidden);
     return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0, small);
@@ -58,8 +51,6 @@ TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long 
     return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, out, cap);
 }
 
-// plan_chunks / plan_chunk_len / plan_cluster: a plan to force (GroupNormPlan; chunks 0: the plugin's,
-// groupNormConfigure on the current GPU). ran (3 values, may be null): the plan that ran.
 TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int skip_mode, const float* bias,
                              const float* gamma, const float* beta, void* y, void* sum, void* workspace,
                              size_t workspace_size, long long n, long long channels, long long spatial, long long groups,
@@ -81,9 +72,6 @@ TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int ski
     return int(e);
 }
 
-// groupNormPlan for a GPU described by `device` (sms, smem_per_sm, smem_per_block, max_cluster, as
-// trtp_group_norm_device gives them; null: no clusters, the two launches), without a CUDA call:
-// chunks per group, elements per chunk, cluster (0 or 1).
 TRTP_API void trtp_group_norm_plan(int dtype, long long n, long long groups, long long group_size, int skip_mode,
                                    const int* device, long long* chunks, long long* chunk_len, int* cluster) {
     trtp::GroupNormDevice d;
@@ -93,7 +81,6 @@ TRTP_API void trtp_group_norm_plan(int dtype, long long n, long long groups, lon
     *chunks = p.chunks, *chunk_len = p.chunkLen, *cluster = p.cluster;
 }
 
-// The plan a plugin picks when configured on the current GPU (groupNormConfigure).
 TRTP_API void trtp_group_norm_configure(int dtype, long long n, long long groups, long long group_size, int skip_mode,
                                         long long* chunks, long long* chunk_len, int* cluster) {
     const trtp::GroupNormPlan p =
@@ -101,7 +88,6 @@ TRTP_API void trtp_group_norm_configure(int dtype, long long n, long long groups
     *chunks = p.chunks, *chunk_len = p.chunkLen, *cluster = p.cluster;
 }
 
-// What the cluster path knows about the current GPU (GroupNormDevice): max_cluster 0 = no clusters.
 TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_block, int* max_cluster) {
     const trtp::GroupNormDevice d = trtp::groupNormDevice();
     *sms = d.sms, *smem_per_sm = d.smemPerSm, *smem_per_block = d.smemPerBlock, *max_cluster = d.maxCluster;
@@ -111,67 +97,7 @@ TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups) { retur
 
 TRTP_API const char* trtp_error_string(int code) { return cudaGetErrorString(cudaError_t(code)); }
 
-// One launch of an empty kernel: the latency floor the benchmark compares small launches with.
 TRTP_API int trtp_empty_launch(void* stream) {
     emptyKernel<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>();
     return int(cudaGetLastError());
-}
-
-namespace {
-// One letter per C type: what ctypes needs to call a function (trtplugins/kernels.py reads them).
-template <class T> struct Code;
-#define TRTP_CODE(type, letter) template <> struct Code<type> { static constexpr char v = letter; };
-TRTP_CODE(void, 'v')
-TRTP_CODE(int, 'i')
-TRTP_CODE(long long, 'q')
-TRTP_CODE(float, 'f')
-TRTP_CODE(size_t, 'z')
-TRTP_CODE(void*, 'p')
-TRTP_CODE(const void*, 'p')
-TRTP_CODE(const float*, 'p')
-TRTP_CODE(const char*, 's')
-TRTP_CODE(int*, 'I')
-TRTP_CODE(const int*, 'I')
-TRTP_CODE(long long*, 'Q')
-#undef TRTP_CODE
-
-// "name result:arguments", e.g. "trtp_group_norm_workspace z:qq".
-template <class R, class... A>
-std::string entry(const char* name, R (*)(A...)) {
-    return std::string(name) + " " + Code<R>::v + ":" + std::string{Code<A>::v...};
-}
-#define TRTP_ENTRY(fn) entry(#fn, &fn)
-
-template <class E, size_t N>
-std::string enumJson(const char* name, const std::pair<const char*, E> (&table)[N]) {
-    std::string out = std::string("\"") + name + "\": {";
-    for (size_t i = 0; i < N; ++i) out += (i ? ", \"" : "\"") + std::string(table[i].first) + "\": " + std::to_string(int(table[i].second));
-    return out + "}";
-}
-} // namespace
-
-// Every entry point above, one per line: "name result:arguments" (letters: see Code).
-TRTP_API const char* trtp_entries() {
-    static const std::string s = [] {
-        std::string out;
-        for (const std::string& e :
-             {TRTP_ENTRY(trtp_bias_activation), TRTP_ENTRY(trtp_gated_activation), TRTP_ENTRY(trtp_skip_norm),
-              TRTP_ENTRY(trtp_skip_norm_variant), TRTP_ENTRY(trtp_skip_norm_small_elems),
-              TRTP_ENTRY(trtp_skip_norm_candidates), TRTP_ENTRY(trtp_group_norm), TRTP_ENTRY(trtp_group_norm_plan),
-              TRTP_ENTRY(trtp_group_norm_configure), TRTP_ENTRY(trtp_group_norm_device),
-              TRTP_ENTRY(trtp_group_norm_workspace), TRTP_ENTRY(trtp_error_string), TRTP_ENTRY(trtp_empty_launch)})
-            out += e + "\n";
-        return out;
-    }();
-    return s.c_str();
-}
-
-// The enums the entry points take that no op field names (JSON): I/O types, GroupNorm's skip modes.
-TRTP_API const char* trtp_enums() {
-    static constexpr std::pair<const char*, trtp::DType> kDTypes[] = {
-        {"float32", trtp::DType::kFloat32}, {"float16", trtp::DType::kFloat16}, {"bfloat16", trtp::DType::kBFloat16}};
-    static constexpr std::pair<const char*, trtp::GroupNormSkip> kSkips[] = {
-        {"none", trtp::GroupNormSkip::kNone}, {"full", trtp::GroupNormSkip::kFull}, {"per_channel", trtp::GroupNormSkip::kPerChannel}};
-    static const std::string s = "{" + enumJson("dtype", kDTypes) + ", " + enumJson("group_norm_skip", kSkips) + "}";
-    return s.c_str();
 }
