@@ -1,10 +1,21 @@
 """ctypes access to the bare CUDA kernels (libtrtplugins_kernels.so, no TensorRT).
 
-For tests and benchmarks: each op's binding (trtplugins.ops.<op>.kernel, raw_kernel) launches the
-same kernel the plugin's enqueue launches; its `kernel` takes torch CUDA tensors (launched on
-torch's current stream), its `raw_kernel` device pointers as ints. The library describes its
-entry points (trtp_entries: their signatures from their C types) and enums (trtp_enums): this
-module declares them from that, and keeps only what every binding shares.
+Any op by name, as its plugin is created and run: `Kernel(op, **fields)` takes the op's fields
+(Python values, as create_plugin takes them: the same field table checks them) and is called on
+torch CUDA tensors, launching on torch's current stream what the plugin's enqueue launches:
+
+    k = Kernel("SkipNorm", norm="rms", gamma=g, epsilon=1e-6)   # once: fields checked, weights kept
+    y = k(x)                                                     # per call: configure + launch
+
+Create one per set of fields (a module's init) and call it per step: a call only configures for
+its shapes and launches (no upload after the first on a device, so it can be captured in a CUDA
+graph). `run(op, *inputs, **fields)` does both at once.
+
+Beside it, each op's module (trtplugins.ops.<op>) binds its kernel's own entry points (`kernel`:
+torch tensors, device-pointer weights; `raw_kernel`: pointers as ints), with what only tests and
+benchmarks force (variants, plans). The library describes every entry point (trtp_entries: their
+signatures from their C types) and the enums no field names (trtp_enums): this module declares
+them from that; no C signature is restated in Python.
 
 The library is found through $TRTPLUGINS_KERNELS_LIB, else where the plugin
 libraries are searched (trtplugins.loader.search_dirs); the error lists every path tried.
@@ -19,6 +30,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from . import ops
 from .loader import find_library
 
 LIB_NAME = "libtrtplugins_kernels.so"
@@ -134,3 +146,111 @@ def stream_of(x: Any) -> int:
     return torch.cuda.current_stream(x.device).cuda_stream
 
 
+# --- any op by its fields (capi/run.h) --------------------------------------------------------
+
+
+def _dims(shapes) -> ctypes.Array:
+    """Blocks of 9 int64 (nbDims, d[0..7]) for the C entry."""
+    flat = []
+    for s in shapes:
+        if len(s) > 8:
+            raise ValueError(f"shape {tuple(s)}: rank {len(s)} > 8")
+        flat += [len(s), *s] + [0] * (8 - len(s))
+    return (ctypes.c_longlong * max(1, len(flat)))(*flat)
+
+
+def _ints(values) -> ctypes.Array:
+    return (ctypes.c_int * max(1, len(values)))(*values)
+
+
+class Kernel:
+    """One op of the list, created from its fields the way its plugin is (see the module doc)."""
+
+    def __init__(self, op: str, **fields: Any):
+        from .fields import field_array  # the conversion create_plugin uses
+
+        spec = ops.spec(op)
+        unknown = sorted(set(fields) - {f.name for f in spec.fields})
+        if unknown:
+            raise TypeError(f"{op}: unknown field(s) {unknown}; fields are {[f.name for f in spec.fields]}")
+        typed = [(f.name, *field_array(spec, f, _host(v))) for f in spec.fields if (v := fields.get(f.name)) is not None]
+        self._keep = [a for _, a, _ in typed]  # alive until created
+        codes = enums()["field_type"]
+        lib = load()
+        self._h = lib.trtp_op_create(op.encode(), len(typed), (ctypes.c_char_p * max(1, len(typed)))(*[n.encode() for n, _, _ in typed]),
+                                     _ints([codes[t] for _, _, t in typed]),
+                                     (ctypes.c_void_p * max(1, len(typed)))(*[a.ctypes.data for a in self._keep]),
+                                     _ints([a.size for a in self._keep]))
+        self.op, self._devices = op, set()
+        if not self._h:
+            raise KernelError(f"{op}: {lib.trtp_last_error().decode()}")
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            load().trtp_op_destroy(self._h)
+            self._h = None
+
+    def _call(self, fn: str, *args) -> int:
+        code = getattr(load(), fn)(self._h, *args)
+        if code < 0:
+            raise KernelError(f"{self.op}: {load().trtp_last_error().decode()}")
+        return code
+
+    @property
+    def nb_outputs(self) -> int:
+        return self._call("trtp_op_nb_outputs")
+
+    def output_shape(self, *shapes) -> tuple[int, ...]:
+        """Every output's shape for inputs of these shapes."""
+        out = (ctypes.c_longlong * 9)()
+        self._call("trtp_op_output_dims", len(shapes), _ints([0] * len(shapes)), _dims(shapes), out)
+        return tuple(out[1:1 + out[0]])
+
+    def configure(self, dtype: str, *shapes) -> None:
+        """What the plugin's configure does for inputs of these shapes: checks, per-shape choices."""
+        outs = [self.output_shape(*shapes)] * self.nb_outputs
+        n = len(shapes) + len(outs)
+        self._call("trtp_op_configure", len(shapes), len(outs), _ints([dtype_id(dtype)] * n), _dims([*shapes, *outs]))
+
+    def workspace_size(self, dtype: str, *shapes) -> int:
+        """Workspace bytes for inputs of these shapes (and any smaller)."""
+        return self._call("trtp_op_workspace", len(shapes), _ints([dtype_id(dtype)] * len(shapes)), _dims(shapes))
+
+    def __call__(self, *inputs, out=None, workspace=None):
+        """Outputs for these CUDA tensors (one, or a tuple); `out`: the output tensor(s) to write."""
+        import torch
+
+        x = inputs[0]
+        dtype, shapes = dtype_name(x), [tuple(t.shape) for t in inputs]
+        for i, t in enumerate(inputs):
+            data(t, f"input {i}")
+        self.configure(dtype, *shapes)
+        shape = self.output_shape(*shapes)
+        outs = [torch.empty(shape, dtype=x.dtype, device=x.device) for _ in range(self.nb_outputs)] if out is None else (
+            [out] if torch.is_tensor(out) else list(out))
+        size = self.workspace_size(dtype, *shapes)
+        if workspace is None and size:
+            workspace = torch.empty(size, dtype=torch.uint8, device=x.device)
+        n = len(inputs) + len(outs)
+        with torch.cuda.device(x.device):
+            if x.device.index not in self._devices:
+                self._call("trtp_op_initialize")
+                self._devices.add(x.device.index)
+            self._call("trtp_op_enqueue", len(inputs), len(outs), _ints([dtype_id(dtype)] * n),
+                       _dims([*shapes, *[tuple(o.shape) for o in outs]]),
+                       (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs]),
+                       (ctypes.c_void_p * len(outs))(*[data(o, "out", x) for o in outs]),
+                       None if workspace is None else workspace.data_ptr(), stream_of(x))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def run(op: str, *inputs, **fields):
+    """Kernel(op, **fields)(*inputs): one launch."""
+    return Kernel(op, **fields)(*inputs)
+
+
+def _host(value: Any) -> Any:
+    """A torch tensor's values on the host (fields are host data, as for a plugin); anything else as is."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        return value.detach().cpu().numpy()
+    return value

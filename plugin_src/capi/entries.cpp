@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "../common/fields.h"
 #include "../ops/group_norm/group_norm.h"
 #include "kernels.h"
 #include "run.h"
@@ -55,7 +56,8 @@ TRTP_API const char* trtp_entries() {
               TRTP_ENTRY(trtp_group_norm_configure), TRTP_ENTRY(trtp_group_norm_device),
               TRTP_ENTRY(trtp_group_norm_workspace), TRTP_ENTRY(trtp_error_string), TRTP_ENTRY(trtp_empty_launch),
               TRTP_ENTRY(trtp_op_create), TRTP_ENTRY(trtp_op_destroy), TRTP_ENTRY(trtp_op_nb_outputs),
-              TRTP_ENTRY(trtp_op_configure), TRTP_ENTRY(trtp_op_workspace), TRTP_ENTRY(trtp_op_initialize),
+              TRTP_ENTRY(trtp_op_output_dims), TRTP_ENTRY(trtp_op_configure), TRTP_ENTRY(trtp_op_workspace),
+              TRTP_ENTRY(trtp_op_initialize),
               TRTP_ENTRY(trtp_op_enqueue), TRTP_ENTRY(trtp_run), TRTP_ENTRY(trtp_last_error), TRTP_ENTRY(trtp_schema)})
             out += e + "\n";
         return out;
@@ -63,12 +65,17 @@ TRTP_API const char* trtp_entries() {
     return s.c_str();
 }
 
-// The enums the entry points take that no op field names (JSON): I/O types, GroupNorm's skip modes.
+// The enums the entry points take that no op field names (JSON): I/O types, field types (by
+// PluginFieldType's names), GroupNorm's skip modes.
 TRTP_API const char* trtp_enums() {
     static constexpr std::pair<const char*, trtp::DType> kDTypes[] = {
         {"float32", trtp::DType::kFloat32}, {"float16", trtp::DType::kFloat16}, {"bfloat16", trtp::DType::kBFloat16}};
     static constexpr std::pair<const char*, trtp::GroupNormSkip> kSkips[] = {
         {"none", trtp::GroupNormSkip::kNone}, {"full", trtp::GroupNormSkip::kFull}, {"per_channel", trtp::GroupNormSkip::kPerChannel}};
-    static const std::string s = "{" + enumJson("dtype", kDTypes) + ", " + enumJson("group_norm_skip", kSkips) + "}";
+    static constexpr std::pair<const char*, trtp::FieldType> kFieldTypes[] = {
+        {"FLOAT16", trtp::FieldType::kFloat16}, {"FLOAT32", trtp::FieldType::kFloat32}, {"INT32", trtp::FieldType::kInt32},
+        {"CHAR", trtp::FieldType::kChar}, {"BF16", trtp::FieldType::kBFloat16}};
+    static const std::string s = "{" + enumJson("dtype", kDTypes) + ", " + enumJson("field_type", kFieldTypes) + ", " +
+                                 enumJson("group_norm_skip", kSkips) + "}";
     return s.c_str();
 }

@@ -20,6 +20,7 @@ thread_local std::string gError;
 struct AnyOp {
     virtual ~AnyOp() = default;
     virtual int32_t nbOutputs() const = 0;
+    virtual int64_t lastDimDivisor(int32_t nbIn) const = 0;
     virtual void configure(const Dims* in, int32_t nbIn, int32_t nbOut, DType dt) = 0;
     virtual size_t workspaceSize(const Dims* in, int32_t nbIn) const = 0;
     virtual void initialize() = 0;
@@ -31,6 +32,7 @@ template <class Op>
 struct Runner : AnyOp {
     explicit Runner(const std::vector<RawField>& fields) : r(opFromFields<Op>(fields)) {}
     int32_t nbOutputs() const override { return r.nbOutputs(); }
+    int64_t lastDimDivisor(int32_t nbIn) const override { return r.lastDimDivisor(nbIn); }
     void configure(const Dims* in, int32_t nbIn, int32_t nbOut, DType dt) override { r.configure(in, nbIn, nbOut, dt); }
     size_t workspaceSize(const Dims* in, int32_t nbIn) const override { return r.workspaceSize(in, nbIn); }
     void initialize() override { r.initialize(); }
@@ -107,6 +109,19 @@ TRTP_API void trtp_op_destroy(void* h) { delete static_cast<AnyOp*>(h); }
 
 TRTP_API int trtp_op_nb_outputs(void* h) {
     return guard(-1, [&] { return H(h)->nbOutputs(); });
+}
+
+TRTP_API int trtp_op_output_dims(void* h, int nb_in, const int* dtypes, const long long* dims, long long* out) {
+    return guard(-1, [&] {
+        const auto d = descs(nb_in, dtypes, dims);
+        check(nb_in >= 1 && out != nullptr, "no input or no output block");
+        const Dims& x = d[0].dims;
+        if (x.nbDims < 1 || x.nbDims > kMaxDims) fail("input rank %d, expected 1..%d", x.nbDims, kMaxDims);
+        const int64_t k = H(h)->lastDimDivisor(nb_in);
+        out[0] = x.nbDims;
+        for (int i = 0; i < x.nbDims; ++i) out[1 + i] = i + 1 == x.nbDims ? x.d[i] / k : x.d[i];
+        return 0;
+    });
 }
 
 TRTP_API int trtp_op_configure(void* h, int nb_in, int nb_out, const int* dtypes, const long long* dims) {

@@ -18,6 +18,9 @@ TRTP_API void trtp_op_destroy(void* h);
 
 TRTP_API int trtp_op_nb_outputs(void* h);
 
+// Every output's dims (one block of 9) for inputs of these dims.
+TRTP_API int trtp_op_output_dims(void* h, int nb_in, const int* dtypes, const long long* dims, long long* out);
+
 // Counts and shapes of nb_in inputs and nb_out outputs: the plugin's configure (checks, per-shape choices).
 TRTP_API int trtp_op_configure(void* h, int nb_in, int nb_out, const int* dtypes, const long long* dims);
 

@@ -2,9 +2,8 @@
 module per op beside this file (its reference, patterns and kernel binding; registry.py lists them).
 
 `schema.json` (trtplugins/schema.json) is generated from the declarations
-(`trtplugins_trt<N>_host_checks schema`; tests/test_schema.py checks that it
-is up to date, and `python -m trtplugins.ops --write` regenerates it from the
-built library). Nothing here is written by hand: fields, kinds, defaults,
+(the kernel library's trtp_schema; tests check that it is up to date, and
+`python -m trtplugins.ops --write` regenerates it from the built library). Nothing here is written by hand: fields, kinds, defaults,
 enum names and their kernel ids, inputs, outputs and plugin versions.
 The graph tools write ONNX plugin nodes from this spec, and `create_plugin`
 types Python values with it. This module imports nothing heavy: the loader and

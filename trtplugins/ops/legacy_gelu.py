@@ -3,8 +3,9 @@ version "1" and public fields, so models and engines that name it build on Tenso
 y = gelu_tanh(x + bias), bias optional, over the hidden dim (the last dim that is not a trailing
 1: E of [S, B, E, 1, 1] in the BERT samples). BiasActivation's kernel computes it.
 
-Its numpy reference. No pattern: models name this plugin themselves (a GELU found in a graph becomes
-a BiasActivation); no kernel binding of its own: bias_activation.kernel with "gelu_tanh" is its kernel.
+Its numpy reference and kernel binding (the C entry: BiasActivation's kernel behind this op's
+declaration). No pattern: models name this plugin themselves (a GELU found in a graph becomes a
+BiasActivation).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..reference import activation, check_vec, f64
+from . import LEGACY_GELU
 
 PATTERNS = ()
 
@@ -35,3 +37,10 @@ def reference(x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:
 
 def node_reference(inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
     return [reference(inputs[0], attrs.get("bias"))]
+
+
+def kernel(x, bias=None, *, type_id: int = 0, out=None):
+    """The plugin's math on a torch CUDA tensor, through the C entry (trtplugins.kernels.Kernel)."""
+    from .. import kernels
+
+    return kernels.Kernel(LEGACY_GELU, type_id=type_id, bias=bias)(x, out=out)
