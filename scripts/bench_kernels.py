@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from trtplugins import kernels  # noqa: E402
+from trtplugins import kernels, ops  # noqa: E402
 from trtplugins.ops import bias_activation, gated_activation, group_norm, skip_norm  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -68,6 +68,12 @@ GN_GROUPS = 32
 GATED_POINTS = {"swiglu": tuple((r, i) for r in (4096, 16384) for i in (11008, 14336)),
                 "geglu": ((8192, 1280), (2048, 2560), (8192, 2560), (2048, 5120), (2048, 10240))}
 NORM_OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm")  # the SkipNorm kernel's
+#: the plugin each point times (tests/test_completeness.py: every plugin has a point, or says why not)
+PLUGIN_OF = {"layer_norm": ops.SKIP_NORM, "skip_layer_norm": ops.SKIP_NORM, "rms_norm": ops.SKIP_NORM,
+             "skip_rms_norm": ops.SKIP_NORM, "bias_gelu": ops.BIAS_ACTIVATION, "bias_relu6": ops.BIAS_ACTIVATION,
+             "group_norm": ops.GROUP_NORM, "group_norm_silu": ops.GROUP_NORM, "swiglu": ops.GATED_ACTIVATION,
+             "geglu": ops.GATED_ACTIVATION}
+NOT_BENCHED = {ops.LEGACY_GELU: "BiasActivation's kernel (its gelu_tanh launches: bias_gelu's kernel)"}
 PEERS = ("ours", "eager", "compile", "liger")
 
 
@@ -562,10 +568,10 @@ def plot(data, out: Path):
     res = [r for r in data["results"] if r["rows"] > 64]
     if not res:  # small points only: nothing to plot
         return
-    ops = list(dict.fromkeys(r["op"] for r in res))
+    names = list(dict.fromkeys(r["op"] for r in res))
     dts = list(dict.fromkeys(r["dtype"] for r in res))
-    fig, axes = plt.subplots(len(ops), len(dts), figsize=(5 * len(dts), 3.0 * len(ops)), squeeze=False)
-    for i, op in enumerate(ops):
+    fig, axes = plt.subplots(len(names), len(dts), figsize=(5 * len(dts), 3.0 * len(names)), squeeze=False)
+    for i, op in enumerate(names):
         for j, d in enumerate(dts):
             ax = axes[i][j]
             pts = sorted((r for r in res if r["op"] == op and r["dtype"] == d), key=lambda r: r["hidden"])

@@ -13,26 +13,8 @@ from trtplugins.ops import registry
 from .test_kernels import DTYPES, check, f64, randn, tdtype
 
 SEED = 31
-
-
-def weights(n: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
-
-
-#: op -> (fields, input shapes): every op of the schema, with its optional inputs and weights
-CASES = {
-    ops.BIAS_ACTIVATION: ({"activation": "gelu_tanh", "bias": weights(96, 1)}, [(3, 5, 96)]),
-    ops.GATED_ACTIVATION: ({"activation": "silu", "gate": "second", "gate_bias": weights(40, 2)}, [(7, 80)]),
-    ops.SKIP_NORM: ({"norm": "layer", "gamma": weights(768, 3), "beta": weights(768, 4), "output_sum": 1},
-                    [(2, 9, 768), (9, 768)]),
-    ops.GROUP_NORM: ({"num_groups": 4, "gamma": weights(32, 5), "bias": weights(32, 6), "activation": "silu"},
-                     [(2, 32, 6, 6), (2, 32, 6, 6)]),
-    ops.LEGACY_GELU: ({"type_id": 0, "bias": weights(24, 7)}, [(4, 2, 24, 1, 1)]),
-}
-
-
-def test_every_op_has_a_case():
-    assert sorted(CASES) == sorted(ops.OPS)
+#: op -> (fields, input shapes): each op module's EXAMPLE
+CASES = {op: m.EXAMPLE for op, m in registry.MODULES.items()}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -31,7 +31,8 @@ from ..fusion.pattern import ActivationPattern
 from ..reference import activation, check_vec, f64
 from . import BIAS_ACTIVATION, spec
 
-
+#: fields and input shapes of one instance (tests, docs)
+EXAMPLE = ({"activation": "gelu_tanh", "bias": np.linspace(-1, 1, 96, dtype=np.float32)}, [(3, 5, 96)])
 
 # --- reference ------------------------------------------------------------------------------
 

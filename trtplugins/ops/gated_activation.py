@@ -30,6 +30,8 @@ from ..reference import activation, check_vec, f64
 from . import GATED_ACTIVATION, GATED_ACTIVATIONS, spec
 from .bias_activation import GeluErf, GeluOp, GeluTanh, Relu, Silu
 
+#: fields and input shapes of one instance (tests, docs)
+EXAMPLE = ({"activation": "silu", "gate": "second", "gate_bias": np.linspace(-1, 1, 40, dtype=np.float32)}, [(7, 80)])
 
 # --- reference ------------------------------------------------------------------------------
 

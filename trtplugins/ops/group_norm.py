@@ -36,6 +36,9 @@ from .skip_norm import LayerNorm
 #: the default epsilon (the declaration's, from schema.json)
 EPSILON = spec(GROUP_NORM).field("epsilon").default
 
+#: fields and input shapes of one instance (tests, docs)
+EXAMPLE = ({"num_groups": 4, "gamma": np.linspace(0.5, 1.5, 32, dtype=np.float32),
+            "bias": np.linspace(-1, 1, 32, dtype=np.float32), "activation": "silu"}, [(2, 32, 6, 6), (2, 32, 6, 6)])
 
 # --- reference ------------------------------------------------------------------------------
 

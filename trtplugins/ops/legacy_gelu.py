@@ -18,6 +18,12 @@ from ..reference import activation, check_vec, f64
 from . import LEGACY_GELU
 
 PATTERNS = ()
+#: fields and input shapes of one instance (tests, docs)
+EXAMPLE = ({"type_id": 0, "bias": np.linspace(-1, 1, 24, dtype=np.float32)}, [(4, 2, 24, 1, 1)])
+#: the op folder whose kernel computes it (plugin_src/ops/bias_activation/)
+KERNEL = "bias_activation"
+#: why no pattern writes it
+NO_PATTERN = "models name this plugin themselves; a GELU found in a graph becomes a BiasActivation"
 
 
 def reference(x: np.ndarray, bias: np.ndarray | None = None) -> np.ndarray:

@@ -31,6 +31,9 @@ from . import NORMS, SKIP_NORM, spec
 #: the default epsilon (the declaration's, from schema.json)
 EPSILON = spec(SKIP_NORM).field("epsilon").default
 
+#: fields and input shapes of one instance (tests, docs)
+EXAMPLE = ({"norm": "layer", "gamma": np.linspace(0.5, 1.5, 768, dtype=np.float32),
+            "beta": np.linspace(-1, 1, 768, dtype=np.float32), "output_sum": 1}, [(2, 9, 768), (9, 768)])
 
 # --- reference ------------------------------------------------------------------------------
 
