@@ -112,12 +112,10 @@ __device__ __forceinline__ void loadSlice(const Row<T>& a, int64_t row, int tpr,
 // PREFETCH: a resident grid, each row group loading its next row before it reduces this one.
 // SKIP: a.skip is set (the registers for it only when it is).
 // IOW: gamma/beta read from a.gammaIo/betaIo (T: half the bytes of FP32); rows are whole aligned packs.
-// (Loading them once per thread and keeping them in registers took 16-32 more registers.)
 // HOIST: gamma/beta loaded right after the row, so their latency overlaps the reductions'.
 // SHIFT: 16-bit rows whose packs can start at a column that is not a multiple of 4 (hidden % 4 != 0):
-// their FP32 weights come as float4s shifted into place, 3 loads per pack, not 8 (L1 then limited these
-// rows to 40-60% of copy). A kernel of its own: the code beside the others' cost them registers (FP32
-// LayerNorm at 8192 lost a resident block, 0.69x).
+// their FP32 weights come as float4s shifted into place, 3 loads per pack, not 8; a kernel of its own
+// (RESULTS.md, History).
 template <class T, int VEC, int NV, bool WARP, Norm NORM, bool PREFETCH, bool SKIP, bool IOW, bool HOIST, bool SHIFT>
 __global__ void __launch_bounds__(kMaxThreads) rowKernel(Row<T> a) {
     __shared__ float red[2][2][32];

@@ -62,8 +62,7 @@ constexpr bool fits(int32_t v, int es, int64_t hidden) {
 
 // The looped path for rows of `packs` 16-byte packs: about 4 packs per thread (128 threads up to
 // `to128` packs, 256 up to `to256`, then 512); each row prefetched into L2 before its first read
-// (kOwnRow: 1-8 points of copy over the loop without it; the next-row prefetch and a warp per row lost:
-// experiments/loop_prefetch_sweep.json).
+// (kOwnRow; RESULTS.md, History: v12).
 constexpr int32_t loopVariant(int64_t packs, int64_t to128 = 640, int64_t to256 = 1024) {
     return encode(true, false, kLoop + (packs <= to128 ? 0 : packs <= to256 ? 1 : 2), false, true);
 }
@@ -75,8 +74,7 @@ constexpr int32_t loopVariant(int64_t packs, int64_t to128 = 640, int64_t to256 
 // take the looped path from 2048 elements (LayerNorm, RMSNorm; RMSNorm with FP32 weights from 3072),
 // with a skip: LayerNorm from 2048 (BF16 or FP32 weights; FP16 rows of whole packs past 8192) or 4096
 // (rows not whole packs), RMSNorm past 8192 up to 12288 (16-bit weights) or rows not whole packs past
-// 8192 (4-27 points of copy over the register rows at 4096-16384; 7-27 on rows not whole packs);
-// FP32 rows keep the register rows, which it did not beat. Prefetching won for RMSNorm (16-bit) and
+// 8192; FP32 rows keep the register rows, which it did not beat. Prefetching won for RMSNorm (16-bit) and
 // FP32 rows past 8192 without a skip. A variant that cannot run gives way to the long path.
 // 16-bit rows of whole packs with 16-bit weights (the sweep in benchmarks/sweep_norms.json).
 constexpr int32_t pickIo(bool bf16, bool layer, bool skip, int64_t hidden) {
