@@ -33,3 +33,9 @@ def test_every_entry_point_is_described_by_the_library(kernel_library):
     assert {s for s in exported if s.startswith("trtp_")} - {"trtp_entries", "trtp_enums"} == described
     assert kernel_library.trtp_skip_norm.argtypes[10] is __import__("ctypes").c_float  # epsilon
     assert kernels.enums()["dtype"] == {"float32": 0, "float16": 1, "bfloat16": 2}
+
+
+def test_the_op_docs_are_generated_from_the_schema():
+    from trtplugins.ops import docs
+
+    assert docs.PATH.read_text() == docs.render(), "docs/ops.md is stale: python -m trtplugins.ops --docs"

@@ -3,7 +3,8 @@
 // entry (capi/run.cpp) runs them bare. An op declares:
 //   static constexpr const char* kName;  struct Params;  static const OpSchema& schema();
 //   static const FieldTable<Params>& fields();       // every field once (common/field_table.h)
-//   static constexpr const char* kV1Layout[];        // the field order of its blobs of format 1
+//   static constexpr const char* kV1Layout[];        // the field order of its blobs of format 1 (ops
+//                                                    // that had some: a new op declares none)
 //   explicit Op(Params);  const Params& params() const;  // the constructor checks what the table cannot
 //   int32_t nbOutputs() const;  HostWeights weights() const;
 //   void checkDims(const Dims* in, int32_t nbInputs) const;  // throws; -1 dims are skipped
@@ -50,10 +51,17 @@ template <class Op>
 void opToFields(const Op& op, FieldWriter& w) {
     writeFields(Op::fields(), op.params(), w);
 }
+// Whether an op had blobs of format 1 (and so declares their layout).
+template <class Op, class = void> struct HasV1Layout : std::false_type {};
+template <class Op> struct HasV1Layout<Op, std::void_t<decltype(Op::kV1Layout)>> : std::true_type {};
+
 // An op from a V2 blob's payload: its fields (format 2), or its values in the op's own order (format 1).
 template <class Op>
 Op opFromBlob(Reader& r) {
-    if (r.format() == kBlobFormatV1) return Op(readV1(Op::fields(), Op::kV1Layout, r));
+    if (r.format() == kBlobFormatV1) {
+        if constexpr (HasV1Layout<Op>::value) return Op(readV1(Op::fields(), Op::kV1Layout, r));
+        fail("%s has no blobs of format 1", Op::kName);
+    }
     return opFromFields<Op>(r.fields().fields);
 }
 

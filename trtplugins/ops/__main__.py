@@ -1,5 +1,5 @@
-"""python -m trtplugins.ops [--write]: the schema JSON as the built kernel library declares it
-(printed, or written to trtplugins/schema.json)."""
+"""python -m trtplugins.ops [--write | --docs]: the schema JSON as the built kernel library declares
+it (printed, or written to trtplugins/schema.json); --docs writes docs/ops.md from it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ def generate() -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--write"]:
+    if sys.argv[1:] == ["--docs"]:
+        from . import docs
+
+        docs.PATH.write_text(docs.render())
+        print(f"wrote {docs.PATH}")
+    elif sys.argv[1:] == ["--write"]:
         SCHEMA_PATH.write_text(generate())
         print(f"wrote {SCHEMA_PATH}")
     else:
