@@ -19,8 +19,8 @@ SRC = ROOT / "plugin_src"
 
 
 def _bench_plugins() -> tuple[set[str], dict[str, str]]:
-    """(plugins scripts/bench_kernels.py times, {plugin: why not}): its PLUGIN_OF and NOT_BENCHED."""
-    text = (ROOT / "scripts" / "bench_kernels.py").read_text()
+    """(plugins scripts/bench_kernels.py times, {plugin: why not}): bench_ops.py's PLUGIN_OF and NOT_BENCHED."""
+    text = (ROOT / "scripts" / "bench_ops.py").read_text()
     timed = set(re.findall(r'"\w+": ops\.(\w+)', text.split("PLUGIN_OF = {", 1)[1].split("}", 1)[0]))
     skipped = dict(re.findall(r'ops\.(\w+): "([^"]+)"', text.split("NOT_BENCHED = {", 1)[1].split("}", 1)[0]))
     return {getattr(ops, c) for c in timed}, {getattr(ops, c): why for c, why in skipped.items()}
@@ -58,7 +58,7 @@ def missing(op: str, harnesses) -> list[str]:
         out.append("a GPU test in tests/gpu naming it")
     timed, skipped = _bench_plugins()
     if op not in timed and op not in skipped:
-        out.append("a benchmark point in scripts/bench_kernels.py (PLUGIN_OF), or NOT_BENCHED saying why")
+        out.append("a benchmark point in scripts/bench_ops.py (PLUGIN_OF), or NOT_BENCHED saying why")
     if not re.search(rf"^\| `{re.escape(op)}`", (ROOT / "README.md").read_text(), re.M):
         out.append("its row in the README's table of plugins")
     return out
