@@ -1,12 +1,12 @@
 // What an op declaration (ops/<op>/<op>_op.h) includes, and what it provides. TensorRT-free: the
 // declarations build into the kernel library; the adapters (adapters/) make plugins of them, the C
 // entry (capi/run.cpp) runs them bare. An op declares:
-//   static constexpr const char* kName;  struct Params;  static const OpSchema& schema();
+//   static constexpr const char* kName;  static const OpSchema& schema();  (OpBase<Params>: params())
 //   static const FieldTable<Params>& fields();       // every field once (common/field_table.h)
 //   static constexpr const char* kV1Layout[];        // the field order of its blobs of format 1 (ops
 //                                                    // that had some: a new op declares none)
-//   explicit Op(Params);  const Params& params() const;  // the constructor checks what the table cannot
-//   int32_t nbOutputs() const;  HostWeights weights() const;
+//   explicit Op(Params);                             // checks what the table cannot
+//   int32_t nbOutputs() const;  HostWeights weights() const;  // OpBase: one output
 //   void checkDims(const Dims* in, int32_t nbInputs) const;  // throws; -1 dims are skipped
 //   void onConfigured(DType, int64_t hidden);                  // per-shape choices (hidden known)
 //   cudaError_t launch(DType, const TensorDesc* in, int32_t nbInputs, const DeviceWeights&,
@@ -30,6 +30,21 @@
 #include "tensor.h"
 
 namespace trtp {
+
+// What declarations share: their parameters (the derived constructor checks what the field table
+// cannot), one output and no per-shape choice unless they declare otherwise.
+template <class P>
+class OpBase {
+public:
+    using Params = P;
+    explicit OpBase(P p) : mP(std::move(p)) {}
+    const P& params() const noexcept { return mP; }
+    int32_t nbOutputs() const noexcept { return 1; }
+    void onConfigured(DType, int64_t) {}
+
+protected:
+    P mP;
+};
 
 // Whether an op declares the workspace hooks.
 template <class Op, class = void> struct UsesWorkspace : std::false_type {};

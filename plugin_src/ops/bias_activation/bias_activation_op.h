@@ -6,29 +6,24 @@
 
 namespace trtp {
 
-class BiasActivationOp {
+struct BiasActivationParams {
+    Activation act;
+    std::vector<float> bias;
+};
+
+class BiasActivationOp : public OpBase<BiasActivationParams> {
 public:
     static constexpr const char* kName = "BiasActivation";
-    struct Params {
-        Activation act;
-        std::vector<float> bias;
-    };
     static const FieldTable<Params>& fields();
     static const OpSchema& schema();
     static constexpr const char* kV1Layout[] = {"activation", "bias"}; // blobs of format 1
 
-    explicit BiasActivationOp(Params p) : mP(std::move(p)) {}
-    const Params& params() const noexcept { return mP; }
+    using OpBase::OpBase;
 
-    int32_t nbOutputs() const noexcept { return 1; }
     HostWeights weights() const { return {&mP.bias}; }
     void checkDims(const Dims* in, int32_t nbInputs) const;
-    void onConfigured(DType, int64_t) {}
     cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
-
-private:
-    Params mP;
 };
 
 } // namespace trtp

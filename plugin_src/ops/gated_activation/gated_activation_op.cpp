@@ -7,7 +7,7 @@ constexpr EnumName<Activation> kActivations[] = {
 constexpr EnumName<GateOperand> kGates[] = {{"first", GateOperand::kFirst}, {"second", GateOperand::kSecond}};
 } // namespace
 
-GatedActivationOp::GatedActivationOp(Params p) : mP(std::move(p)) {
+GatedActivationOp::GatedActivationOp(Params p) : OpBase(std::move(p)) {
     if (!mP.gateBias.empty() && !mP.linearBias.empty() && mP.gateBias.size() != mP.linearBias.size())
         fail("gate_bias has %zu values, linear_bias has %zu", mP.gateBias.size(), mP.linearBias.size());
 }

@@ -6,32 +6,27 @@
 
 namespace trtp {
 
-class GatedActivationOp {
+struct GatedActivationParams {
+    Activation act;
+    GateOperand gate;
+    std::vector<float> gateBias, linearBias;
+};
+
+class GatedActivationOp : public OpBase<GatedActivationParams> {
 public:
     static constexpr const char* kName = "GatedActivation";
-    struct Params {
-        Activation act;
-        GateOperand gate;
-        std::vector<float> gateBias, linearBias;
-    };
     static const FieldTable<Params>& fields();
     static const OpSchema& schema();
     static constexpr const char* kV1Layout[] = {"activation", "gate", "gate_bias", "linear_bias"}; // blobs of format 1
 
     explicit GatedActivationOp(Params p);
-    const Params& params() const noexcept { return mP; }
 
-    int32_t nbOutputs() const noexcept { return 1; }
     HostWeights weights() const { return {&mP.gateBias, &mP.linearBias}; }
     void checkDims(const Dims* in, int32_t nbInputs) const;
     // One input: its last dim halved.
     int64_t lastDimDivisor(int32_t nbInputs) const noexcept { return nbInputs > 1 ? 1 : 2; }
-    void onConfigured(DType, int64_t) {}
     cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
-
-private:
-    Params mP;
 };
 
 } // namespace trtp

@@ -5,7 +5,7 @@ namespace {
 constexpr EnumName<GroupNormAct> kActs[] = {{"none", GroupNormAct::kNone}, {"silu", GroupNormAct::kSilu}};
 } // namespace
 
-GroupNormOp::GroupNormOp(Params p) : mP(std::move(p)) {
+GroupNormOp::GroupNormOp(Params p) : OpBase(std::move(p)) {
     mP.check();
     if (mP.gamma.size() % static_cast<size_t>(mP.numGroups))
         fail("%zu channels (gamma values) are not divisible by num_groups %d", mP.gamma.size(), mP.numGroups);

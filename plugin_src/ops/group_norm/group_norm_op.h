@@ -7,21 +7,21 @@
 
 namespace trtp {
 
-class GroupNormOp {
+struct GroupNormParams : NormWeights { // gamma, beta, bias: one value per channel
+    int32_t numGroups;
+    GroupNormAct act;
+};
+
+class GroupNormOp : public OpBase<GroupNormParams> {
 public:
     static constexpr const char* kName = "GroupNorm";
     static constexpr float kEpsilon = 1e-5f; // the default (torch.nn.GroupNorm's): the one place it is written
-    struct Params : NormWeights { // gamma, beta, bias: one value per channel
-        int32_t numGroups;
-        GroupNormAct act;
-    };
     static const FieldTable<Params>& fields();
     static const OpSchema& schema();
     static constexpr const char* kV1Layout[] = {"num_groups", "activation", "epsilon", "output_sum",
                                                 "gamma",      "beta",       "bias"}; // blobs of format 1
 
     explicit GroupNormOp(Params p);
-    const Params& params() const noexcept { return mP; }
 
     int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
     HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
@@ -36,7 +36,6 @@ private:
     static void shape(const Dims& x, int64_t& n, int64_t& c, int64_t& spatial);
     // How a skip input of these dims (nullptr: none) is added to x of `spatial` elements per channel.
     static GroupNormSkip skipMode(const Dims* skip, int64_t spatial);
-    Params mP;
     // The plan chosen when configured (groupNormConfigure: path and split), for that shape.
     struct PlanKey {
         DType dt = DType::kFloat32;

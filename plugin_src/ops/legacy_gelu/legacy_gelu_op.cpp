@@ -10,7 +10,7 @@ int32_t hiddenAxis(const Dims& d) {
 }
 } // namespace
 
-LegacyGeluOp::LegacyGeluOp(Params p) : mP(std::move(p)) {
+LegacyGeluOp::LegacyGeluOp(Params p) : OpBase(std::move(p)) {
     if (mP.typeId != 0 && mP.typeId != 1) fail("type_id must be 0 (FP32) or 1 (FP16), got %d", mP.typeId);
 }
 

@@ -9,29 +9,24 @@
 
 namespace trtp {
 
-class LegacyGeluOp {
+struct LegacyGeluParams {
+    int32_t typeId; // 0 FP32, 1 FP16: kept for the fields' sake; the I/O type is the tensors'
+    std::vector<float> bias;
+};
+
+class LegacyGeluOp : public OpBase<LegacyGeluParams> {
 public:
     static constexpr const char* kName = "CustomGeluPluginDynamic";
-    struct Params {
-        int32_t typeId; // 0 FP32, 1 FP16: kept for the fields' sake; the I/O type is the tensors'
-        std::vector<float> bias;
-    };
     static const FieldTable<Params>& fields();
     static const OpSchema& schema();
     static constexpr const char* kV1Layout[] = {"type_id", "bias"}; // blobs of format 1
 
     explicit LegacyGeluOp(Params p);
-    const Params& params() const noexcept { return mP; }
 
-    int32_t nbOutputs() const noexcept { return 1; }
     HostWeights weights() const { return {&mP.bias}; }
     void checkDims(const Dims* in, int32_t nbInputs) const;
-    void onConfigured(DType, int64_t) {}
     cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
-
-private:
-    Params mP;
 };
 
 } // namespace trtp

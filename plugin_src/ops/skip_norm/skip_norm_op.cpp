@@ -49,7 +49,7 @@ std::vector<float> packed16(const std::vector<float>& w, bool (*exact)(float, ui
 }
 } // namespace
 
-SkipNormOp::SkipNormOp(Params p) : mP(std::move(p)) {
+SkipNormOp::SkipNormOp(Params p) : OpBase(std::move(p)) {
     mP.check();
     for (int t = 0; t < 2; ++t) {
         auto exact = t == 0 ? exactHalf : exactBf16;

@@ -7,19 +7,19 @@
 
 namespace trtp {
 
-class SkipNormOp {
+struct SkipNormParams : NormWeights {
+    Norm norm;
+};
+
+class SkipNormOp : public OpBase<SkipNormParams> {
 public:
     static constexpr const char* kName = "SkipNorm";
     static constexpr float kEpsilon = 1e-5f; // the default: the one place it is written
-    struct Params : NormWeights {
-        Norm norm;
-    };
     static const FieldTable<Params>& fields();
     static const OpSchema& schema();
     static constexpr const char* kV1Layout[] = {"norm", "epsilon", "output_sum", "gamma", "beta", "bias"}; // blobs of format 1
 
     explicit SkipNormOp(Params p);
-    const Params& params() const noexcept { return mP; }
 
     int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
     // gamma, beta, bias (FP32), then gamma and beta in FP16 and in BF16 (two values per float) where
@@ -31,7 +31,6 @@ public:
                        const void* const* inputs, void* const* outputs, cudaStream_t stream) const;
 
 private:
-    Params mP;
     std::vector<float> mIo[2][2]; // [FP16, BF16][gamma, beta], packed 16-bit values
     // The kernel variants chosen when configured (without and with a skip input; large and small
     // launches), for that dtype and hidden size, and their grids on the device configured.
