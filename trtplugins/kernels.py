@@ -30,7 +30,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import ops
+from . import schema
 from .loader import find_library
 
 LIB_NAME = "libtrtplugins_kernels.so"
@@ -169,7 +169,7 @@ class Kernel:
     def __init__(self, op: str, **fields: Any):
         from .fields import field_array  # the conversion create_plugin uses
 
-        spec = ops.spec(op)
+        spec = schema.spec(op)
         unknown = sorted(set(fields) - {f.name for f in spec.fields})
         if unknown:
             raise TypeError(f"{op}: unknown field(s) {unknown}; fields are {[f.name for f in spec.fields]}")

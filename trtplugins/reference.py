@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from . import ops
+from . import schema
 
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -43,7 +43,7 @@ def activation(name: str, x: np.ndarray) -> np.ndarray:
         return x * _sigmoid(1.702 * x)
     if name == "hard_swish":
         return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
-    raise ValueError(f"unknown activation {name!r}; expected one of {ops.ACTIVATIONS}")
+    raise ValueError(f"unknown activation {name!r}; expected one of {schema.ACTIVATIONS}")
 
 
 def f64(a: np.ndarray | None) -> np.ndarray | None:

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import onnx_graphsurgeon as gs
 
-from .. import ops
+from .. import schema
 from .match import Ctx, Skip, const, guard, need, producer_op, split_const
 
 
@@ -68,7 +68,7 @@ class Pattern:
 class ActivationPattern(Pattern):
     """y = act(x [+ bias]) -> BiasActivation."""
 
-    plugin = ops.BIAS_ACTIVATION
+    plugin = schema.BIAS_ACTIVATION
     epilogue = True
     activation: ClassVar[str]
 
@@ -110,7 +110,7 @@ class ActivationPattern(Pattern):
 class NormPattern(Pattern):
     """y = norm(s) * gamma (+ beta), s = x (+ skip) (+ bias) -> SkipNorm."""
 
-    plugin = ops.SKIP_NORM
+    plugin = schema.SKIP_NORM
     norm: ClassVar[str]
 
     def core(self, node: gs.Node, ctx: Ctx):
