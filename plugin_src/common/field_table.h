@@ -88,6 +88,13 @@ struct Fields {
     }
 };
 
+// The entries of a and then of b.
+template <class P>
+FieldTable<P> operator+(FieldTable<P> a, const FieldTable<P>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
 template <class P>
 std::vector<FieldSpec> fieldSpecs(const FieldTable<P>& t) {
     std::vector<FieldSpec> out;

@@ -28,11 +28,4 @@ struct NormWeights {
     }
 };
 
-// The entries of a and then of b.
-template <class P>
-FieldTable<P> operator+(FieldTable<P> a, const FieldTable<P>& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-}
-
 } // namespace trtp
