@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from trtplugins import kernels  # noqa: E402
+from trtplugins.ops import bias_activation, skip_norm  # noqa: E402
 
 g = torch.Generator(device="cuda").manual_seed(0)
 for rows, h, skip in ((32768, 4096, False), (4096, 16384, True), (32768, 768, False)):
@@ -16,7 +16,7 @@ for rows, h, skip in ((32768, 4096, False), (4096, 16384, True), (32768, 768, Fa
     sk = torch.randn(rows, h, device="cuda", generator=g).half() if skip else None
     w = torch.randn(h, device="cuda", generator=g) * 0.1 + 1
     b = torch.randn(h, device="cuda", generator=g) * 0.1
-    kernels.skip_norm(x, sk, gamma=w, beta=b, norm="layer", epsilon=1e-5, out=torch.empty_like(x))
+    skip_norm.kernel(x, sk, gamma=w, beta=b, norm="layer", epsilon=1e-5, out=torch.empty_like(x))
 x = torch.randn(32768, 4096, device="cuda", generator=g).half()
-kernels.bias_activation(x, torch.randn(4096, device="cuda", generator=g), "gelu", out=torch.empty_like(x))
+bias_activation.kernel(x, torch.randn(4096, device="cuda", generator=g), "gelu", out=torch.empty_like(x))
 torch.cuda.synchronize()

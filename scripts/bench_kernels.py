@@ -31,305 +31,25 @@ the second half of x.chunk(2, -1); SD 1.x and SD-XL transformer FFNs); both writ
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import platform
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trtplugins import kernels  # noqa: E402
-
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-KNAME = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # the kernel library's dtype names
-HIDDENS = (768, 1024, 2048, 3072, 4096, 5120, 8192, 12288, 16384)
-ODD = (4100, 5121, 12289)
-SMALL = ((1, 768), (8, 768), (64, 768), (1, 4096), (64, 4096))
-X_BYTES = 96 * 2**20
-LOOP = 6  # variant index of the first looped-path kernel (skip_norm.cu kLoop)
-HOIST = 32  # on a looped variant: each row prefetched into L2 first (skip_norm.cu kHoistBit)
-EPS = 1e-5
-GN_OPS = ("group_norm", "group_norm_silu")
-GATED_OPS = ("swiglu", "geglu")
-OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm", "bias_gelu", "bias_relu6") + GN_OPS + GATED_OPS
-#: GroupNorm points (N, C, H, W), 32 groups: Stable Diffusion 1.x/2.x UNet shapes and SD-XL's
-GN_SHAPES = ((2, 320, 64, 64), (2, 640, 32, 32), (8, 640, 64, 64), (2, 320, 128, 128), (2, 1280, 32, 32))
-GN_GROUPS = 32
-#: gated points (rows, I): SwiGLU at LLaMA-2 7B / LLaMA-3 8B intermediate sizes; GEGLU at SD 1.x (I = 1280,
-#: 2560) and SD-XL (2560, 5120) token counts, and a wider one
-GATED_POINTS = {"swiglu": tuple((r, i) for r in (4096, 16384) for i in (11008, 14336)),
-                "geglu": ((8192, 1280), (2048, 2560), (8192, 2560), (2048, 5120), (2048, 10240))}
-NORM_OPS = ("layer_norm", "skip_layer_norm", "rms_norm", "skip_rms_norm")  # the SkipNorm kernel's
-PEERS = ("ours", "eager", "compile", "liger")
-
-
-# --- ops: ours, the eager chain (also what torch.compile compiles), Liger's op ------------------
-
-
-@functools.cache
-def _liger():
-    """Liger-Kernel's forward ops, or None (said once on stderr: a missing peer must not pass unnoticed)."""
-    try:
-        from liger_kernel.ops.fused_add_rms_norm import fused_add_rms_norm_forward
-        from liger_kernel.ops.geglu import geglu_forward
-        from liger_kernel.ops.layer_norm import layer_norm_forward
-        from liger_kernel.ops.rms_norm import rms_norm_forward
-        from liger_kernel.ops.swiglu import swiglu_forward
-    except ImportError as e:
-        print(f"WARNING: no Liger-Kernel peer ({e}); install its wheel with the python that runs this", file=sys.stderr)
-        return None
-    return {"layer_norm": layer_norm_forward, "rms_norm": rms_norm_forward,
-            "fused_add_rms_norm": fused_add_rms_norm_forward, "swiglu": swiglu_forward, "geglu": geglu_forward}
-
-
-def rms_chain(s, w):  # HF LLaMA's RMSNorm: FP32 statistics, cast back, times the weight
-    v = s.float()
-    return (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + EPS)).to(s.dtype) * w
-
-
-def make_op(name, rows, hidden, dt, variant=-1, io_weights=True):
-    """(ours, chain, chain_args, liger or None, bytes) for one op and shape. io_weights: the norms
-    also get gamma/beta in the I/O dtype (exact copies, as the plugin has for a 16-bit export)."""
-    if name in GATED_OPS:
-        return make_gated(name, rows, hidden, dt)
-    g = torch.Generator(device="cuda").manual_seed(0)
-    x = torch.randn(rows, hidden, device="cuda", generator=g).to(dt)
-    w32 = torch.randn(hidden, device="cuda", generator=g) * 0.1 + 1.0
-    b32 = torch.randn(hidden, device="cuda", generator=g) * 0.1
-    w, b = w32.to(dt), b32.to(dt)  # the peers take weights in the I/O dtype
-    y = torch.empty_like(x)
-    n, es = rows * hidden, x.element_size()
-    lig = _liger()
-    if name.startswith("bias_"):
-        act = name[5:]
-        ours = lambda: kernels.bias_activation(x, b32, act, out=y)  # noqa: E731
-        chain = (lambda x, b: F.gelu(x + b)) if act == "gelu" else (lambda x, b: torch.clamp(torch.relu(x + b), max=6.0))
-        return ours, chain, (x, b), None, 2 * n * es + hidden * 4
-    skip = torch.randn(rows, hidden, device="cuda", generator=g).to(dt) if name.startswith("skip") else None
-    layer = "layer" in name
-    with_sum = name == "skip_rms_norm"  # LLaMA's residual stream: the sum is the next block's input
-    s_out = torch.empty_like(x) if with_sum else None
-    w32, b32 = w.float(), b.float()  # the peers' weights, exactly
-    io = io_weights and dt != torch.float32
-    ours = lambda: kernels.skip_norm(x, skip, gamma=w32, beta=b32 if layer else None, norm="layer" if layer else "rms",  # noqa: E731
-                                     epsilon=EPS, output_sum=with_sum, out=y, sum_out=s_out, variant=variant,
-                                     gamma_io=w if io else None, beta_io=b if io and layer else None)
-    liger = None
-    if layer:
-        if skip is None:
-            chain, args = (lambda x, w, b: F.layer_norm(x, (hidden,), w, b, EPS)), (x, w, b)
-            liger = lig and (lambda: lig["layer_norm"](x, w, b, EPS)[0])
-        else:
-            chain, args = (lambda x, r, w, b: F.layer_norm(x + r, (hidden,), w, b, EPS)), (x, skip, w, b)
-    elif skip is None:
-        chain, args = rms_chain, (x, w)
-        liger = lig and (lambda: lig["rms_norm"](x, w, EPS, 0.0, "llama", None)[0])
-    else:
-        def chain(x, r, w):
-            s = x + r
-            return rms_chain(s, w), s
-        args = (x, skip, w)
-        liger = lig and (lambda: lig["fused_add_rms_norm"](x, skip, w, EPS, 0.0, "llama")[:2])
-    nbytes = (2 + (skip is not None) + with_sum) * n * es + hidden * 4 * (2 if layer else 1)
-    return ours, chain, args, liger, nbytes
-
-
-def geglu_chain(x):  # diffusers' GEGLU with approximate="tanh"
-    hidden, gate = x.chunk(2, -1)
-    return hidden * F.gelu(gate, approximate="tanh")
-
-
-def make_gated(name, rows, width, dt):
-    """(ours, chain, chain_args, liger or None, bytes) for SwiGLU over two [rows, width] tensors or GEGLU
-    over the halves of one [rows, 2 width] tensor; Liger's geglu_forward takes the halves as two
-    tensors (made contiguous once, outside the timing)."""
-    g = torch.Generator(device="cuda").manual_seed(0)
-    y = torch.empty(rows, width, device="cuda", dtype=dt)
-    lig = _liger()
-    if name == "swiglu":
-        a, b = (torch.randn(rows, width, device="cuda", generator=g).to(dt) for _ in range(2))
-        ours = lambda: kernels.gated_activation(a, b, activation="silu", out=y)  # noqa: E731
-        chain, args = (lambda a, b: F.silu(a) * b), (a, b)
-        liger = lig and (lambda: lig["swiglu"](a, b)[2])
-    else:
-        x = torch.randn(rows, 2 * width, device="cuda", generator=g).to(dt)
-        ours = lambda: kernels.gated_activation(x, activation="gelu_tanh", gate="second", out=y)  # noqa: E731
-        chain, args = geglu_chain, (x,)
-        gate, hidden = x[:, width:].contiguous(), x[:, :width].contiguous()
-        liger = lig and (lambda: lig["geglu"](gate, hidden)[2])
-    return ours, chain, args, liger, 3 * rows * width * y.element_size()
-
-
-def make_group_norm(name, shape, dt, plan=None):
-    """(ours, chain, chain_args, None, bytes) for GroupNorm (+ SiLU) over an N, C, H, W point; plan:
-    one to force (kernels.group_norm's), None: the plugin's."""
-    g = torch.Generator(device="cuda").manual_seed(0)
-    n, c = shape[:2]
-    x = torch.randn(shape, device="cuda", generator=g).to(dt)
-    w32 = torch.randn(c, device="cuda", generator=g) * 0.1 + 1.0
-    b32 = torch.randn(c, device="cuda", generator=g) * 0.1
-    w, b = w32.to(dt), b32.to(dt)
-    y = torch.empty_like(x)
-    act = "silu" if name.endswith("silu") else "none"
-    ws = torch.empty(kernels.group_norm_workspace(n, GN_GROUPS), dtype=torch.uint8, device="cuda")
-    ours = lambda: kernels.group_norm(x, num_groups=GN_GROUPS, gamma=w32, beta=b32, activation=act,  # noqa: E731
-                                      epsilon=EPS, out=y, workspace=ws, plan=plan)
-    if act == "silu":
-        chain = lambda x, w, b: F.silu(F.group_norm(x, GN_GROUPS, w, b, EPS))  # noqa: E731
-    else:
-        chain = lambda x, w, b: F.group_norm(x, GN_GROUPS, w, b, EPS)  # noqa: E731
-    return ours, chain, (x, w, b), None, 2 * x.numel() * x.element_size() + 2 * c * 4
-
-
-def op_points(op, args, dt):
-    """(rows, hidden, make_op result's arguments) of every point of an op: GroupNorm points are
-    N, C, H, W shapes (rows = N * C, hidden = H * W); the others rows x hidden."""
-    if op in GN_OPS:
-        return [(s[0] * s[1], math.prod(s[2:]), s) for s in GN_SHAPES]
-    if op in GATED_OPS:
-        return [(rows, width, None) for rows, width in GATED_POINTS[op]]
-    return [(rows, h, None) for rows, h in points(args, dt)]
-
-
-# --- output check -------------------------------------------------------------------------------
-
-#: |ours - chain| <= TOL * (1 + |chain|): a few units in the last place of the output dtype (the chains
-#: round some intermediates to it; ours keeps them in FP32)
-TOL = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 3e-2}
-
-
-def mismatch(got, want) -> str | None:
-    """None where every output of ours (a tensor, or a tuple like the chain's) matches the chain's
-    within TOL; else one line saying where it does not (NaN where the chain has none counts)."""
-    got = got if isinstance(got, tuple) else (got,)
-    want = want if isinstance(want, tuple) else (want,)
-    if len(got) != len(want):
-        return f"ours gives {len(got)} output(s), the chain {len(want)}"
-    for i, (g, w) in enumerate(zip(got, want)):
-        if g.shape != w.shape:
-            return f"output {i}: shape {tuple(g.shape)}, the chain's {tuple(w.shape)}"
-        g, w = g.flatten().float(), w.flatten().float()
-        bad = ~((g - w).abs() <= TOL[want[i].dtype] * (1 + w.abs()))
-        if bool(bad.any()):
-            k = int(bad.nonzero()[0])
-            return (f"output {i}: {int(bad.sum())} of {g.numel()} elements off, first at {k}: "
-                    f"{g[k].item():.6g} vs {w[k].item():.6g}")
-    return None
-
-
-def checked(what: str, ours, chain, cargs, wrong: dict | None = None) -> str | None:
-    """Runs ours and the eager chain once and compares them (mismatch); where they differ, prints a
-    line and records it in `wrong` (what -> the mismatch)."""
-    bad = mismatch(ours(), chain(*cargs))
-    if bad:
-        print(f"  WRONG {what}: {bad}", flush=True)
-        if wrong is not None:
-            wrong[what] = bad
-    return bad
-
-
-# --- timing -------------------------------------------------------------------------------------
-
-
-def graph_time(fn, est_s: float, replays: int = 9) -> float:
-    """Median seconds per call of fn over graph replays of k back-to-back calls."""
-    k = max(1, min(200, int(1e-3 / max(est_s, 1e-6))))
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    gr = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(gr):
-        for _ in range(k):
-            fn()
-    gr.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(replays):
-        start.record()
-        gr.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3 / k)
-    del gr
-    return statistics.median(times)
-
-
-_copy_kernel = None
-
-
-def _triton_copy():
-    """A plain vectorised copy kernel: the driver's memcpy for D2D is slower at some sizes, so the
-    limit is the faster of the two."""
-    global _copy_kernel
-    if _copy_kernel is None:
-        try:
-            import triton
-            import triton.language as tl
-        except ImportError:
-            _copy_kernel = False
-            return None
-
-        @triton.jit
-        def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
-            offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-            m = offs < n
-            tl.store(dst + offs, tl.load(src + offs, mask=m), mask=m)
-
-        _copy_kernel = (copy_kernel, triton.cdiv)
-    return _copy_kernel or None
-
-
-def copy_time(nbytes: int) -> float:
-    n = max(1, nbytes // 8)  # int32 elements: read n * 4 + write n * 4 bytes
-    src = torch.randint(-2**31, 2**31 - 1, (n,), dtype=torch.int32, device="cuda")
-    dst = torch.empty_like(src)
-    est = nbytes / 3.5e12 + 3e-6
-    best = graph_time(lambda: dst.copy_(src), est)
-    kc = _triton_copy()
-    if kc:
-        kernel, cdiv = kc
-        block = 4096
-        best = min(best, graph_time(lambda: kernel[(cdiv(n, block),)](src, dst, n, BLOCK=block, num_warps=8), est))
-    return best
-
-
-def compiled(chain, args):
-    """torch.compile(chain) for this shape, compiled afresh; raises if Dynamo fell back to eager."""
-    from torch._dynamo.utils import counters
-
-    torch._dynamo.reset()
-    before = counters["stats"]["unique_graphs"]
-    cfn = torch.compile(chain, dynamic=False, fullgraph=True, mode="max-autotune-no-cudagraphs")
-    cfn(*args)
-    if counters["stats"]["unique_graphs"] <= before:
-        raise RuntimeError("torch.compile produced no graph (eager fallback)")
-    return cfn
-
-
-def inductor_cache() -> str:
-    """Inductor's cache directory (generated kernels and the autotuner's *.best_config picks)."""
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
-
-    return cache_dir()
-
+from trtplugins.ops import group_norm, skip_norm  # noqa: E402
+from bench_ops import (DTYPES, GN_GROUPS, GN_OPS, GN_SHAPES, HIDDENS, HOIST, KNAME, LOOP, NORM_OPS, ODD,  # noqa: E402
+                       OPS, _liger, make_group_norm, make_op, op_points, points)
+from bench_report import old_history, plot, shape_of, targets, write_report  # noqa: E402
+from bench_timing import checked, compiled, copy_time, graph_time  # noqa: E402
 
 # --- main ---------------------------------------------------------------------------------------
-
-
-def points(args, dt):
-    es = torch.tensor([], dtype=dt).element_size()
-    big = [(max(256, math.ceil(X_BYTES / (h * es) / 256) * 256), h) for h in list(args.hiddens) + list(args.odd)]
-    return list(SMALL if args.small else ()) + big
 
 
 def env_info():
@@ -365,11 +85,11 @@ def bench(args):
                 ours, chain, cargs, liger, nbytes = make_group_norm(op, shape, dt) if shape else make_op(op, rows, h, dt)
                 est = nbytes / 3.5e12 + 3e-6
                 rec = {"op": op, "dtype": dname, "rows": rows, "hidden": h, "bytes": nbytes,
-                       "variant": kernels.skip_norm_variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows)
+                       "variant": skip_norm.variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows)
                        if op in NORM_OPS else None}
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
-                    rec["variant"] = kernels.group_norm_plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h, KNAME[dname])
+                    rec["variant"] = group_norm.plan(shape[0], GN_GROUPS, shape[1] // GN_GROUPS * h, KNAME[dname])
                 bad = checked(f"{op} {dname} {shape_of(rec)}", ours, chain, cargs)
                 if bad:
                     rec["mismatch"] = bad
@@ -400,10 +120,6 @@ def line(r):
             f"ours {r['ours'] * 1e6:8.2f} us ({r['copy'] / r['ours'] * 100:5.1f}% copy)  {vs}")
 
 
-def shape_of(r):
-    return r.get("shape") or f"{r['rows']}x{r['hidden']}"
-
-
 def norm_kind(op):
     """(norm, skip input) of a norm op."""
     return ("layer" if "layer" in op else "rms"), op.startswith("skip")
@@ -420,13 +136,13 @@ def sweep_group_norm(args, wrong: dict):
                 nbytes = make_group_norm(op, shape, dt)[4]
                 copy = copy_time(nbytes)
                 times = {}
-                for plan in kernels.group_norm_candidates(shape[0], GN_GROUPS, size, kname):
+                for plan in group_norm.candidates(shape[0], GN_GROUPS, size, kname):
                     ours, chain, cargs = make_group_norm(op, shape, dt, plan=plan)[:3]
                     what = f"{op} {dname} {'x'.join(map(str, shape))} plan {plan}"
                     if not checked(what, ours, chain, cargs, wrong):
                         times[str(plan)] = graph_time(ours, nbytes / 3.5e12 + 3e-6)
                     del ours, chain, cargs
-                chosen = str(kernels.group_norm_plan(shape[0], GN_GROUPS, size, kname))
+                chosen = str(group_norm.plan(shape[0], GN_GROUPS, size, kname))
                 if chosen not in times:
                     continue
                 best = min(times, key=times.get)
@@ -451,9 +167,9 @@ def sweep(args, wrong: dict):
                 nbytes = make_op(op, 2, h, dt)[4] - make_op(op, 1, h, dt)[4]  # per row, weights excluded
                 copy = copy_time(nbytes * rows)
                 times, fp32w = {}, {}  # 16-bit: with weights in the I/O dtype (what plugins run), and FP32 only
-                chosen = kernels.skip_norm_variant(kname, *norm_kind(op), h, dname != "fp32", rows)
+                chosen = skip_norm.variant(kname, *norm_kind(op), h, dname != "fp32", rows)
                 weights = ((True, times), (False, fp32w)) if dname != "fp32" else ((False, times),)
-                for v in kernels.skip_norm_candidates(kname, *norm_kind(op), h):
+                for v in skip_norm.candidates(kname, *norm_kind(op), h):
                     if args.looped_only and v != chosen and not (LOOP <= v & 15 < LOOP + 3 and v & HOIST):
                         continue
                     for io, into in weights[:1] if args.looped_only else weights:
@@ -473,126 +189,6 @@ def sweep(args, wrong: dict):
                       + " ".join(f"{v}:{copy / t * 100:.0f}" for v, t in sorted(times.items())), flush=True)
                 torch.cuda.empty_cache()
     return out
-
-
-# --- report -------------------------------------------------------------------------------------
-
-
-def fmt_us(t):
-    return "" if t is None else f"{t * 1e6:.2f}"
-
-
-def ratio(a, b):
-    return "" if a is None or b is None else f"{a / b:.2f}x"
-
-
-def write_report(data, out: Path, history: str):
-    env, res, empty = data["env"], data["results"], data["empty_launch"]
-    big = [r for r in res if r["rows"] > 64]
-    small = [r for r in res if r["rows"] <= 64]
-    L = ["# Kernel benchmark", "",
-         f"GPU: {env['gpu']} ({env['sms']} SMs), driver {env['driver']}, CUDA {env['cuda']} (torch), torch {env['torch']}, "
-         f"Triton {env.get('triton')}, Liger-Kernel {env.get('liger')}, Python {env['python']}; {env['date']}.", "",
-         "Time per launch = median of CUDA-graph replays of back-to-back launches (warm-up first). "
-         "% copy = time of a device-to-device copy of the same bytes (the faster of torch's copy_ and a Triton copy "
-         "kernel) / our time. Speedups are peer time / our time.", "",
-         "Peers: eager = the unfused PyTorch chain (x + b then F.gelu / clamp(relu); x (+ skip) then F.layer_norm; "
-         "HF LLaMA's RMSNorm chain with FP32 statistics; F.group_norm, 32 groups, then F.silu; F.silu(a) * b; "
-         "h * F.gelu(g, approximate='tanh') over x.chunk(2, -1)); compile = torch.compile(chain, dynamic=False, fullgraph=True, "
-         "mode=\"max-autotune-no-cudagraphs\"), compiled afresh for each shape where its column has a value (compiles take 3-10 s each: the device "
-         "time of a run decides how many; a compile that produced no graph fails the point rather than timing eager); liger = Liger-Kernel's forward (layer_norm_forward, "
-         "rms_norm_forward casting 'llama', fused_add_rms_norm_forward, swiglu_forward, geglu_forward on the halves as two "
-         "contiguous tensors). skip_rms_norm writes the sum too (all "
-         "peers); skip_layer_norm does not.", "",
-         f"Empty kernel (launch to completion, in a graph): {empty * 1e6:.2f} us.", ""]
-    L += ["## Targets", ""] + targets(big, small) + [""]
-    L += ["## Large points (x >= 96 MiB; GroupNorm: the N x C x H x W shapes, 5-168 MB; gated: rows x I, I the output width)", "",
-          "| op | dtype | shape | MB | ours us | % copy | vs eager | vs compile | vs liger |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in big:
-        L.append(f"| {r['op']} | {r['dtype']} | {shape_of(r)} | {r['bytes'] / 2**20:.0f} | {fmt_us(r['ours'])} | "
-                 f"{r['copy'] / r['ours'] * 100:.1f} | {ratio(r['eager'], r['ours'])} | {ratio(r['compile'], r['ours'])} | "
-                 f"{ratio(r['liger'], r['ours'])} |")
-    L += ["", "## Small launches (device time in graphs)", "",
-          "| op | dtype | shape | ours us | eager us | compile us | liger us | vs compile |", "|---|---|---|---|---|---|---|---|"]
-    for r in small:
-        L.append(f"| {r['op']} | {r['dtype']} | {r['rows']}x{r['hidden']} | {fmt_us(r['ours'])} | {fmt_us(r['eager'])} | "
-                 f"{fmt_us(r['compile'])} | {fmt_us(r['liger'])} | {ratio(r['compile'], r['ours'])} |")
-    L += ["", history.strip() if history else "## History\n\n(none yet)", ""]
-    (out / "RESULTS.md").write_text("\n".join(L))
-
-
-def targets(big, small):
-    def stat(rs, peer):
-        v = sorted(r[peer] / r["ours"] for r in rs if r.get(peer))
-        return v and (statistics.median(v), v[0], sum(x >= 0.98 for x in v), len(v))
-
-    L = []
-    even = [r for r in big if not odd(r)]
-    for op in dict.fromkeys(r["op"] for r in big):
-        rs = [r for r in even if r["op"] == op]
-        cp = sorted(r["copy"] / r["ours"] for r in rs)
-        parts = [f"copy median {statistics.median(cp) * 100:.0f}% min {cp[0] * 100:.0f}%"] if cp else []
-        for peer in ("compile", "liger"):
-            s = stat(rs, peer)
-            if s:
-                parts.append(f"vs {peer} median {s[0]:.2f}x min {s[1]:.2f}x ({s[2]}/{s[3]} points >= 0.98x)")
-        odds = [r["copy"] / r["ours"] * 100 for r in big if r["op"] == op and odd(r)]
-        if odds:
-            parts.append(f"odd hidden {min(odds):.0f}-{max(odds):.0f}% copy")
-        L.append(f"- {op}: " + "; ".join(parts))
-    sm = [r for r in small if r.get("compile")]
-    if sm:
-        L.append(f"- small launches (1-64 rows): ours <= compile at {sum(r['ours'] <= r['compile'] for r in sm)}/{len(sm)} "
-                 f"points; ours {min(r['ours'] for r in sm) * 1e6:.1f}-{max(r['ours'] for r in sm) * 1e6:.1f} us")
-    return L
-
-
-def odd(r):
-    """A point of an odd hidden size (of the ops timed over HIDDENS and ODD)."""
-    return r["op"] not in GATED_OPS and r["hidden"] not in HIDDENS
-
-
-def plot(data, out: Path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    res = [r for r in data["results"] if r["rows"] > 64]
-    if not res:  # small points only: nothing to plot
-        return
-    ops = list(dict.fromkeys(r["op"] for r in res))
-    dts = list(dict.fromkeys(r["dtype"] for r in res))
-    fig, axes = plt.subplots(len(ops), len(dts), figsize=(5 * len(dts), 3.0 * len(ops)), squeeze=False)
-    for i, op in enumerate(ops):
-        for j, d in enumerate(dts):
-            ax = axes[i][j]
-            pts = sorted((r for r in res if r["op"] == op and r["dtype"] == d), key=lambda r: r["hidden"])
-            for key, style, color in (("ours", "o-", "C0"), ("eager", "s--", "C1"), ("compile", "D-", "C2"),
-                                      ("liger", "^-", "C3")):
-                for is_odd in (False, True):  # odd hidden sizes: unconnected crosses
-                    sel = [r for r in pts if r.get(key) and odd(r) == is_odd]
-                    if sel:
-                        ax.plot([r["hidden"] for r in sel], [r["copy"] / r[key] * 100 for r in sel],
-                                "x" if is_odd else style, color=color, label=None if is_odd else key,
-                                markersize=4 if is_odd else 3)
-            ax.axhline(100, color="gray", lw=0.8)
-            ax.set_xscale("log", base=2)
-            ax.set_ylim(0, 110)
-            ax.set_title(f"{op} {d}", fontsize=9)
-            ax.set_ylabel("% of copy bandwidth", fontsize=8)
-            ax.set_xlabel("hidden (x >= 96 MiB; crosses: odd sizes)", fontsize=8)
-            ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "bandwidth.png", dpi=80)
-
-
-def old_history(path: Path) -> str:
-    if not path.is_file():
-        return ""
-    text = path.read_text()
-    i = text.find("## History")
-    return text[i:] if i >= 0 else ""
 
 
 def main():

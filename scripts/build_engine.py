@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone without installing
 
-from trtplugins.build import main  # noqa: E402
+from trtplugins.engine import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -147,7 +147,8 @@ def child(points: list[str]) -> None:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench_kernels as bk
+    import bench_ops as bk
+    from bench_timing import compiled, inductor_cache
 
     for p in points:
         op, dtype, rows, hidden, who = parse_point(p)
@@ -155,9 +156,9 @@ def child(points: list[str]) -> None:
                                                   variant=int(who[1:]) if who[0] == "v" else -1)
         if who == "compile":
             start = time.time() - 1
-            cfn = bk.compiled(chain, cargs)
+            cfn = compiled(chain, cargs)
             fn = lambda: cfn(*cargs)  # noqa: E731
-            for f in Path(bk.inductor_cache()).rglob("*.best_config"):  # the autotuner's picks for this point
+            for f in Path(inductor_cache()).rglob("*.best_config"):  # the autotuner's picks for this point
                 if f.stat().st_mtime >= start:
                     print(f"{p}: {f.name}: {f.read_text().strip()}", flush=True)
         elif who == "liger":

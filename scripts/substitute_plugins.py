@@ -21,7 +21,7 @@ from trtplugins import ops as plugin_ops  # noqa: E402
 from trtplugins.graph import GraphError, convert_fp16, load_model, substitute  # noqa: E402
 from trtplugins.graph.io import in_workspace, save_model  # noqa: E402
 from trtplugins.paths import PathError, distinct, output_file  # noqa: E402
-from trtplugins.graph.patterns import BY_NAME  # noqa: E402
+from trtplugins.ops.registry import BY_NAME  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -102,15 +102,16 @@ class Harness:
 
     def create_from(self, name: str, **attrs) -> "Plugin":
         """Typed fields from Python values, by the same conversion trtplugins.create_plugin uses."""
-        spec = ops.spec(name)
-        raw = []
-        for f in spec.fields:
-            if attrs.get(f.name) is not None:
-                data, ftype = field_array(spec, f, attrs[f.name])
-                raw.append((f.name, _PF[ftype], data))
-        plugin = self.create(name, raw)
+        plugin = self.create_from_or_none(name, **attrs)
         assert plugin is not None, f"{name} creation failed for {sorted(attrs)}"
         return plugin
+
+    def create_from_or_none(self, name: str, **attrs) -> "Plugin | None":
+        """create_from, None where the library has no such creator or refuses the fields."""
+        spec = ops.OPS.get(name)
+        raw = [(f.name, _PF[t], d) for f in (spec.fields if spec else ()) if attrs.get(f.name) is not None
+               for d, t in [field_array(spec, f, attrs[f.name])]]
+        return self.create(name, raw)
 
     def gpu_problem(self, name: str | None = None, cc: tuple[int, int] = (0, 0), has_image: bool = True) -> str:
         """Why this build refuses a GPU ('' if it does not): a described one, or the current device (name=None)."""

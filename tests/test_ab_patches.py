@@ -12,8 +12,10 @@ sys.path.insert(0, str(EXP))
 import ab  # noqa: E402
 
 
-def check(tmp_path, *sets):
+def check(tmp_path, *sets, patches: Path | None = None):
     env = dict(os.environ, AB_WORK=str(tmp_path))  # the trees' copies go there
+    if patches is not None:
+        env["AB_PATCHES"] = str(patches)
     return subprocess.run([sys.executable, str(EXP / "ab.py"), "--check", *sets], capture_output=True, text=True, env=env)
 
 
@@ -24,9 +26,13 @@ def test_every_pending_patch_applies_to_the_tree(tmp_path):
 
 
 def test_a_stale_or_missing_patch_is_one_line(tmp_path):
-    r = check(tmp_path, "ring_skip_norm")
+    stale = tmp_path.parent / f"{tmp_path.name}-patches"
+    stale.mkdir()
+    pending = (EXP / f"{ab.PENDING[0]}.patch").read_text()
+    (stale / "stale.patch").write_text(pending.replace("\n constexpr", "\n constexpr_not_in_the_tree", 1))
+    r = check(tmp_path, "stale", patches=stale)
     assert r.returncode == 1
-    assert r.stderr.startswith("ab: ring_skip_norm.patch does not apply to the tree: ")
+    assert r.stderr.startswith("ab: stale.patch does not apply to the tree: ")
     r = check(tmp_path, "no_such")
     assert r.returncode == 1 and r.stderr.startswith("ab: no such patch: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no copy left behind

@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from trtplugins import build as B
+from trtplugins import engine as B
 
 ROOT = Path(__file__).resolve().parents[1]
 

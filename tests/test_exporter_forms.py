@@ -331,11 +331,11 @@ def test_every_unfused_candidate_is_reported():
     assert report.candidates == 5 and len(report.replaced) == 1
     reasons = {r["pattern"]: r["reason"] for r in report.left}
     assert len(report.left) == 4 and set(reasons) == {"layer_norm", "gelu_erf", "gelu_tanh", "rms_norm"}
-    assert reasons["layer_norm"].startswith("the mean is not subtracted from its input (layer_norm.py:")
-    assert reasons["gelu_erf"].startswith("Erf of x itself (gelu.py:")
-    assert reasons["gelu_tanh"].startswith("Tanh argument is not a cubic in x (gelu.py:")
+    assert reasons["layer_norm"].startswith("the mean is not subtracted from its input (skip_norm.py:")
+    assert reasons["gelu_erf"].startswith("Erf of x itself (bias_activation.py:")
+    assert reasons["gelu_tanh"].startswith("Tanh argument is not a cubic in x (bias_activation.py:")
     # the pattern's line and the helper's condition that failed
-    assert reasons["rms_norm"].startswith(f"'{ms}' goes to Sqrt, not Add (rms_norm.py:")
+    assert reasons["rms_norm"].startswith(f"'{ms}' goes to Sqrt, not Add (skip_norm.py:")
     assert "`y, tail, eps = inv_std(" in reasons["rms_norm"] and "via match.py:" in reasons["rms_norm"]
     _, report = substitute(m, ["relu"])  # patterns not asked for: still accounted for
     assert len(report.left) == 5 and all(r["reason"] == "not selected by --ops" for r in report.left)

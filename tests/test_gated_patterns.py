@@ -14,7 +14,8 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
 
-from trtplugins import ops, reference
+from trtplugins import ops
+from trtplugins.ops import gated_activation
 from trtplugins.graph import substitute
 
 torch = pytest.importorskip("torch", reason="the exports need torch (CPU build)")
@@ -293,13 +294,13 @@ def test_reference_matches_torch(act):
     for gate in ("first", "second"):
         g, lin = t.chunk(2, -1)[::1 if gate == "first" else -1]
         want = fn(g + torch.from_numpy(gb)) * (lin + torch.from_numpy(lb))
-        got = reference.gated_activation(x, activation_name=act, gate=gate, gate_bias=gb, linear_bias=lb)
+        got = gated_activation.reference(x, activation_name=act, gate=gate, gate_bias=gb, linear_bias=lb)
         np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
-        got2 = reference.gated_activation(*np.split(x, 2, -1), activation_name=act, gate=gate, gate_bias=gb, linear_bias=lb)
+        got2 = gated_activation.reference(*np.split(x, 2, -1), activation_name=act, gate=gate, gate_bias=gb, linear_bias=lb)
         np.testing.assert_array_equal(got, got2)
     with pytest.raises(ValueError, match="odd last dim"):
-        reference.gated_activation(x[..., 1:], activation_name=act)
+        gated_activation.reference(x[..., 1:], activation_name=act)
     with pytest.raises(ValueError, match="x2 has shape"):
-        reference.gated_activation(x, x[:1], activation_name=act)
+        gated_activation.reference(x, x[:1], activation_name=act)
     with pytest.raises(ValueError, match="unknown activation"):
-        reference.gated_activation(x, activation_name="quick_gelu")
+        gated_activation.reference(x, activation_name="quick_gelu")

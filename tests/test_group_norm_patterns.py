@@ -12,7 +12,7 @@ from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
 
-from trtplugins import reference
+from trtplugins.ops import group_norm
 from trtplugins.graph import substitute
 
 torch = pytest.importorskip("torch", reason="the exports need torch (CPU build)")
@@ -228,13 +228,13 @@ def test_reference_matches_torch():
     x = RNG.standard_normal((2, 8, 3, 5)).astype(np.float32)
     skip = RNG.standard_normal((2, 8, 1, 1)).astype(np.float32)
     g, b, bias = (RNG.standard_normal(8).astype(np.float32) for _ in range(3))
-    y, s = reference.group_norm(x, skip, num_groups=4, gamma=g, beta=b, bias=bias, activation_name="silu",
+    y, s = group_norm.reference(x, skip, num_groups=4, gamma=g, beta=b, bias=bias, activation_name="silu",
                                 epsilon=1e-5, output_sum=True)
     ts = torch.from_numpy(x) + torch.from_numpy(bias)[None, :, None, None] + torch.from_numpy(skip)
     ty = F.silu(F.group_norm(ts.double(), 4, torch.from_numpy(g).double(), torch.from_numpy(b).double(), 1e-5))
     np.testing.assert_allclose(s, ts.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(y, ty.numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="not divisible"):
-        reference.group_norm(x, num_groups=3, gamma=g)
+        group_norm.reference(x, num_groups=3, gamma=g)
     with pytest.raises(ValueError, match="neither"):
-        reference.group_norm(x, x[:1], num_groups=4, gamma=g)
+        group_norm.reference(x, x[:1], num_groups=4, gamma=g)

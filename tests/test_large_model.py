@@ -10,8 +10,8 @@ import pytest
 from onnx import numpy_helper
 
 from trtplugins import validate as V
-from trtplugins.build import backend as build_backend
-from trtplugins.build import BuildError, build, prepare
+from trtplugins.engine import backend as build_backend
+from trtplugins.engine import BuildError, build, prepare
 from trtplugins.demo import make_model
 from trtplugins.graph import convert_fp16, io, load_model, substitute
 

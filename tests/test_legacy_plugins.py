@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from plugin_harness import FLOAT, HALF, PF_FLOAT32, PF_INT32
-from trtplugins import ops, reference
+from trtplugins import ops
+from trtplugins.ops import bias_activation, registry
 
 NAME = "CustomGeluPluginDynamic"
 
@@ -44,5 +45,5 @@ def test_fields_dims_and_round_trip(h, capfd):
 def test_reference_bias_over_the_hidden_dim():
     x = np.random.default_rng(0).standard_normal((3, 2, 8, 1, 1)).astype(np.float32)
     b = np.arange(8, dtype=np.float32) / 8
-    want = reference.bias_activation(x.reshape(6, 8), b, "gelu_tanh").reshape(x.shape)
-    np.testing.assert_array_equal(reference.run(NAME, [x], {"type_id": 0, "bias": b})[0], want)
+    want = bias_activation.reference(x.reshape(6, 8), b, "gelu_tanh").reshape(x.shape)
+    np.testing.assert_array_equal(registry.run_reference(NAME, [x], {"type_id": 0, "bias": b})[0], want)

@@ -13,6 +13,7 @@ from onnx import helper as h
 from onnx import numpy_helper
 
 from trtplugins.graph import substitute
+from trtplugins.ops import skip_norm
 
 H = 16
 RNG = np.random.default_rng(0)
@@ -325,20 +326,18 @@ def test_skip_broadcast_over_leading_dims(shape, folded):
 
 def test_reference_broadcast_skip():
     """The plugin's contract: row r of x takes skip row r % skip_rows; the sum has x's shape."""
-    from trtplugins import reference
-
     x, skip = RNG.standard_normal((2, 3, H)).astype(np.float32), RNG.standard_normal((3, H)).astype(np.float32)
     kw = {"gamma": RNG.standard_normal(H), "output_sum": True}
     for s in (skip, skip[None]):
-        y, total = reference.skip_norm(x, s, **kw)
-        y_full, total_full = reference.skip_norm(x, np.broadcast_to(skip, x.shape), **kw)
+        y, total = skip_norm.reference(x, s, **kw)
+        y_full, total_full = skip_norm.reference(x, np.broadcast_to(skip, x.shape), **kw)
         assert total.shape == x.shape and np.array_equal(y, y_full) and np.array_equal(total, total_full)
     with pytest.raises(ValueError, match="nor broadcasts over its leading dims"):
-        reference.skip_norm(x, skip[:2], **kw)
+        skip_norm.reference(x, skip[:2], **kw)
     for x0, s0 in (((0, H), (0, H)), ((0, 3, H), (3, H))):  # no rows (the GPU tests' empty batch)
-        y, total = reference.skip_norm(np.zeros(x0, np.float32), np.zeros(s0, np.float32), **kw)
+        y, total = skip_norm.reference(np.zeros(x0, np.float32), np.zeros(s0, np.float32), **kw)
         assert y.shape == total.shape == x0
-    y, total = reference.skip_norm(np.ones((1, 1)), np.ones((1, 1)), gamma=np.ones(1), output_sum=True)  # hidden 1
+    y, total = skip_norm.reference(np.ones((1, 1)), np.ones((1, 1)), gamma=np.ones(1), output_sum=True)  # hidden 1
     assert y.shape == (1, 1) and total[0, 0] == 2
 
 

@@ -15,7 +15,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from trtplugins import build as B
+from trtplugins import engine as B
 from trtplugins.demo import make_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,7 +112,7 @@ def test_rtx_registers_our_v2_creators_but_parser_refuses(major, tmp_path):
     code = f"""
 import sys, json
 sys.path.insert(0, {str(ROOT)!r})
-from trtplugins import build as B
+from trtplugins import engine as B
 from trtplugins.demo import make_model
 be = B.backend("rtx")
 B.load_plugins(be, {str(lib)!r}, log=lambda *_: None)

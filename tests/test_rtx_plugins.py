@@ -1,7 +1,7 @@
 """TensorRT-RTX 1.7 as the real builder of engines that contain this suite's IPluginV3 plugins
 (plugin_version "2"), on the CPU: its ONNX parser maps the node attributes to PluginFields,
 calls our V3 creators and build-time methods, and serializes the plugins into the engine
-(getFieldsToSerialize). trtplugins.rtx.build_engine does it (see its docstring for why in
+(getFieldsToSerialize). trtplugins.engine.rtx.build_engine does it (see its docstring for why in
 a child process)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from trtplugins import ops
 
-rtx = pytest.importorskip("trtplugins.rtx")
+rtx = pytest.importorskip("trtplugins.engine.rtx")
 try:
     rtx.rtx_module()
 except rtx.RtxBuildError as e:
@@ -58,7 +58,7 @@ def test_every_field_type_through_the_real_parser(tmp_path):
     assert s["layers"] == {"PLUGIN_V3": 4} and s["backend"].startswith("TensorRT-RTX 1.")
     assert plan.stat().st_size == s["size"] > 0
     x = next(b for b in s["io"] if b["name"] == "x")
-    assert x["profile"] == [[1, 1, HIDDEN], [4, 128, HIDDEN], [16, 512, HIDDEN]]  # trtplugins.build's defaults
+    assert x["profile"] == [[1, 1, HIDDEN], [4, 128, HIDDEN], [16, 512, HIDDEN]]  # trtplugins.engine's defaults
 
 
 def test_substituted_demo_builds_with_one_plugin_layer_per_substitution(tmp_path):

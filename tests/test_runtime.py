@@ -50,7 +50,7 @@ def test_demo_engine_threads(tmp_path):
     compare with ONNX Runtime on the original model."""
     pytest.importorskip("tensorrt", reason="full TensorRT (module tensorrt) not installed")
     ort = pytest.importorskip("onnxruntime", reason="onnxruntime not installed")
-    from trtplugins import build as B
+    from trtplugins import engine as B
 
     from trtplugins.demo import make_model
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trtplugins import kernels
+from trtplugins.ops import skip_norm
 
 HOIST, VEC, WARP, LONG, LOOP = 32, 64, 16, 15, 6
 PACKS = (1, 2, 3, 4, 6, 8)  # packs per thread by variant index (skip_norm.cu kNvs)
@@ -20,24 +20,24 @@ pytestmark = pytest.mark.usefixtures("kernel_library")
 def test_small_launches_get_a_block_per_row_with_hoisted_weights(dtype, norm, skip, hidden):
     vec = 4 if dtype == "float32" else 8
     io = dtype != "float32"
-    small = kernels.skip_norm_variant(dtype, norm, skip, hidden, io, rows=1)
+    small = skip_norm.variant(dtype, norm, skip, hidden, io, rows=1)
     assert small & VEC and small & HOIST and not small & WARP
     packs = hidden // vec
     assert PACKS[small & 15] == min(p for p in PACKS if p * 512 >= max(packs, 1))  # <= 512 threads per row
-    assert small in kernels.skip_norm_candidates(dtype, norm, skip, hidden)  # built
+    assert small in skip_norm.candidates(dtype, norm, skip, hidden)  # built
     # the switch: rows x hidden <= 2^20 elements
-    limit = kernels.skip_norm_small_elems() // hidden
-    assert kernels.skip_norm_small_elems() == 2**20
-    assert kernels.skip_norm_variant(dtype, norm, skip, hidden, io, rows=limit) == small
-    large = kernels.skip_norm_variant(dtype, norm, skip, hidden, io)
-    assert kernels.skip_norm_variant(dtype, norm, skip, hidden, io, rows=limit + 1) == large
+    limit = skip_norm.small_elems() // hidden
+    assert skip_norm.small_elems() == 2**20
+    assert skip_norm.variant(dtype, norm, skip, hidden, io, rows=limit) == small
+    large = skip_norm.variant(dtype, norm, skip, hidden, io)
+    assert skip_norm.variant(dtype, norm, skip, hidden, io, rows=limit + 1) == large
     assert not large & HOIST or LOOP <= large & 15 < LOOP + 3  # looped variants: HOIST is the row's L2 prefetch
 
 
 def test_rows_past_the_register_budget_take_the_long_path():
     # 32768 FP16 elements: 8 packs x 8 per thread x 512 threads exceeds 32 values per thread
-    assert kernels.skip_norm_variant("float16", "layer", False, 32768, True, rows=1) == LONG | VEC
-    assert kernels.skip_norm_variant("float16", "layer", False, 0, rows=1) == -1
+    assert skip_norm.variant("float16", "layer", False, 32768, True, rows=1) == LONG | VEC
+    assert skip_norm.variant("float16", "layer", False, 0, rows=1) == -1
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -48,16 +48,16 @@ def test_long_16bit_rows_take_the_looped_path(dtype):
     for hidden, threads in ((2048, 128), (4096, 128), (5120, 128), (8192, 256), (12288, 512), (16384, 512),
                             (4100, 128), (5121, 128), (12289, 256), (16385, 512)):
         for io in (True, False):
-            v = kernels.skip_norm_variant(dtype, "layer", False, hidden, io)
+            v = skip_norm.variant(dtype, "layer", False, hidden, io)
             assert v == loop(threads), (hidden, io, v)
-            assert v in kernels.skip_norm_candidates(dtype, "layer", False, hidden)  # built
-    assert kernels.skip_norm_variant(dtype, "layer", True, 12288, True) == loop(512)
-    assert kernels.skip_norm_variant(dtype, "rms", True, 12289) == loop(512)
-    assert kernels.skip_norm_variant(dtype, "layer", True, 4100) == loop(128)
-    assert kernels.skip_norm_variant(dtype, "layer", True, 1024, True) & 15 < LOOP
+            assert v in skip_norm.candidates(dtype, "layer", False, hidden)  # built
+    assert skip_norm.variant(dtype, "layer", True, 12288, True) == loop(512)
+    assert skip_norm.variant(dtype, "rms", True, 12289) == loop(512)
+    assert skip_norm.variant(dtype, "layer", True, 4100) == loop(128)
+    assert skip_norm.variant(dtype, "layer", True, 1024, True) & 15 < LOOP
     # short rows and FP32 keep the register rows
-    assert kernels.skip_norm_variant(dtype, "layer", False, 768, True) & 15 < LOOP
-    assert kernels.skip_norm_variant("float32", "layer", False, 4096) & 15 < LOOP
+    assert skip_norm.variant(dtype, "layer", False, 768, True) & 15 < LOOP
+    assert skip_norm.variant("float32", "layer", False, 4096) & 15 < LOOP
 
 
 EDGES = (128, 256, 384, 512, 768, 2048, 3072, 4096, 5120, 6144, 8192, 12288, 16384)
@@ -69,8 +69,8 @@ def test_every_row_length_picks_a_built_kernel(dtype, norm, skip):
     # the build instantiates only the kernels pick() returns near its boundaries (skip_norm.cu built())
     hiddens = set(range(1, 80)) | {e + d for e in EDGES for d in range(-9, 10)} | {20000, 32768, 40001}
     for hidden in sorted(hiddens):
-        built = set(kernels.skip_norm_candidates(dtype, norm, skip, hidden))
+        built = set(skip_norm.candidates(dtype, norm, skip, hidden))
         for io in (False, True):
             for rows in (1, None):
-                v = kernels.skip_norm_variant(dtype, norm, skip, hidden, io, rows)
+                v = skip_norm.variant(dtype, norm, skip, hidden, io, rows)
                 assert v in built, (hidden, io, rows, v)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ops
+from . import schema
 from .loader import trt_module
 
 
@@ -27,7 +27,7 @@ def _bf16_dtype():
     return np.dtype(ml_dtypes.bfloat16)
 
 
-def field_array(spec: ops.OpSpec, f: ops.Field, value: Any) -> tuple[np.ndarray, str]:
+def field_array(spec: schema.OpSpec, f: schema.Field, value: Any) -> tuple[np.ndarray, str]:
     """(data array, PluginFieldType member name) for one field; TypeError/ValueError on bad values."""
     where = f"{spec.name}.{f.name}"
     if f.kind == "string":
@@ -66,7 +66,7 @@ def field_array(spec: ops.OpSpec, f: ops.Field, value: Any) -> tuple[np.ndarray,
 def field_collection(name: str, attrs: dict[str, Any], trt=None):
     """(PluginFieldCollection, arrays to keep alive) for `attrs` of plugin `name`."""
     trt = trt or trt_module()
-    spec = ops.spec(name)
+    spec = schema.spec(name)
     known = {f.name for f in spec.fields}
     unknown = sorted(set(attrs) - known)
     if unknown:
@@ -90,16 +90,16 @@ def _interface(creator) -> str:
     return "v3" if info is not None and "V3" in str(info.kind) else "v2"
 
 
-def create_plugin(name: str, *, version: str = ops.VERSION, namespace: str = ops.NAMESPACE, registry=None,
+def create_plugin(name: str, *, version: str = schema.VERSION, namespace: str = schema.NAMESPACE, registry=None,
                   phase: str = "build", **attrs):
     """Create a plugin of this suite from Python values (the library must be loaded).
 
-    version: ops.V2_VERSION ("1", an IPluginV2) or ops.V3_VERSION ("2", an IPluginV3,
+    version: schema.V2_VERSION ("1", an IPluginV2) or schema.V3_VERSION ("2", an IPluginV3,
     created for TensorRTPhase `phase`: "build" or "runtime").
     Raises on unknown, missing or mistyped attributes, and when the creator
     rejects the values (its reason is in the TensorRT log).
     """
-    ops.spec(name)  # unknown names fail here, with the list of known ones
+    schema.spec(name)  # unknown names fail here, with the list of known ones
     trt = trt_module()
     registry = registry if registry is not None else trt.get_plugin_registry()
     creator = registry.get_creator(name, version, namespace)
@@ -125,15 +125,15 @@ def add_plugin(network, name: str, inputs, *, api: str = "v3", registry=None, **
 
     api "v3": IPluginV3 through `add_plugin_v3` (TensorRT 10+, TensorRT-RTX); "v2":
     IPluginV2 through `add_plugin_v2`. Returns the layer; its outputs follow the op spec
-    (`ops.spec(name).num_outputs(attrs)`).
+    (`schema.spec(name).num_outputs(attrs)`).
     """
-    if api not in ops.VERSIONS:
-        raise ValueError(f"api must be one of {sorted(ops.VERSIONS)}, got {api!r}")
-    spec = ops.spec(name)
+    if api not in schema.VERSIONS:
+        raise ValueError(f"api must be one of {sorted(schema.VERSIONS)}, got {api!r}")
+    spec = schema.spec(name)
     inputs = list(inputs)
     if not spec.min_inputs <= len(inputs) <= spec.max_inputs:
         raise ValueError(f"{name} takes {spec.min_inputs}..{spec.max_inputs} inputs, got {len(inputs)}")
-    plugin = create_plugin(name, version=ops.VERSIONS[api], registry=registry, **attrs)
+    plugin = create_plugin(name, version=schema.VERSIONS[api], registry=registry, **attrs)
     layer = network.add_plugin_v3(inputs, [], plugin) if api == "v3" else network.add_plugin_v2(inputs, plugin)
     if layer is None:
         raise ValueError(f"{name}: the network refused the plugin layer (see the TensorRT log)")

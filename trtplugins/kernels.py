@@ -1,8 +1,21 @@
 """ctypes access to the bare CUDA kernels (libtrtplugins_kernels.so, no TensorRT).
 
-For tests and benchmarks: each call launches the same kernel the plugin's enqueue
-launches. Functions take torch CUDA tensors (launched on torch's current stream);
-the `raw_` functions take device pointers as ints.
+Any op by name, as its plugin is created and run: `Kernel(op, **fields)` takes the op's fields
+(Python values, as create_plugin takes them: the same field table checks them) and is called on
+torch CUDA tensors, launching on torch's current stream what the plugin's enqueue launches:
+
+    k = Kernel("SkipNorm", norm="rms", gamma=g, epsilon=1e-6)   # once: fields checked, weights kept
+    y = k(x)                                                     # per call: configure + launch
+
+Create one per set of fields (a module's init) and call it per step: a call only configures for
+its shapes and launches (no upload after the first on a device, so it can be captured in a CUDA
+graph). `run(op, *inputs, **fields)` does both at once.
+
+Beside it, each op's module (trtplugins.ops.<op>) binds its kernel's own entry points (`kernel`:
+torch tensors, device-pointer weights; `raw_kernel`: pointers as ints), with what only tests and
+benchmarks force (variants, plans). The library describes every entry point (trtp_entries: their
+signatures from their C types) and the enums no field names (trtp_enums): this module declares
+them from that; no C signature is restated in Python.
 
 The library is found through $TRTPLUGINS_KERNELS_LIB, else where the plugin
 libraries are searched (trtplugins.loader.search_dirs); the error lists every path tried.
@@ -12,24 +25,16 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import math
+import json
 import os
 from pathlib import Path
 from typing import Any
 
-from . import ops
+from . import schema
 from .loader import find_library
 
 LIB_NAME = "libtrtplugins_kernels.so"
 ENV_VAR = "TRTPLUGINS_KERNELS_LIB"
-
-DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
-ACTIVATION_IDS = {name: i for i, name in enumerate(ops.ACTIVATIONS)}  # header enum order == ops order
-GATED_ACT_IDS = ops.OPS[ops.GATED_ACTIVATION].enum_ids("activation")
-GATE_IDS = ops.OPS[ops.GATED_ACTIVATION].enum_ids("gate")
-NORM_IDS = {name: i for i, name in enumerate(ops.NORMS)}
-GROUP_NORM_ACT_IDS = ops.OPS[ops.GROUP_NORM].enum_ids("activation")
-GROUP_NORM_SKIP = {"none": 0, "full": 1, "per_channel": 2}  # GroupNormSkip in group_norm.h
 
 _lib: ctypes.CDLL | None = None
 
@@ -55,45 +60,41 @@ def load() -> ctypes.CDLL:
     return _lib
 
 
+#: ctypes type of each letter of trtp_entries()'s signatures (plugin_src/capi/capi.cu, Code)
+_CODES = {"v": None, "i": ctypes.c_int, "q": ctypes.c_longlong, "f": ctypes.c_float, "z": ctypes.c_size_t,
+          "p": ctypes.c_void_p, "s": ctypes.c_char_p, "I": ctypes.POINTER(ctypes.c_int),
+          "Q": ctypes.POINTER(ctypes.c_longlong), "S": ctypes.POINTER(ctypes.c_char_p),
+          "P": ctypes.POINTER(ctypes.c_void_p)}
+
+
 def _declare(lib: ctypes.CDLL) -> None:
-    p, ll, i, f = ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_float
-    lib.trtp_bias_activation.argtypes = [i, p, p, p, ll, ll, i, p]
-    lib.trtp_bias_activation.restype = i
-    lib.trtp_gated_activation.argtypes = [i, p, p, p, p, p, ll, ll, i, i, p]
-    lib.trtp_gated_activation.restype = i
-    lib.trtp_skip_norm.argtypes = [i, p, p, p, p, p, p, p, ll, ll, f, i, ll, i, p, p, p]
-    lib.trtp_skip_norm.restype = i
-    lib.trtp_skip_norm_variant.argtypes = [i, i, i, ll, i, ll]
-    lib.trtp_skip_norm_variant.restype = i
-    lib.trtp_skip_norm_small_elems.argtypes = []
-    lib.trtp_skip_norm_small_elems.restype = ll
-    lib.trtp_skip_norm_candidates.argtypes = [i, i, i, ll, ctypes.POINTER(i), i]
-    lib.trtp_skip_norm_candidates.restype = i
-    z = ctypes.c_size_t
-    pll, pi = ctypes.POINTER(ll), ctypes.POINTER(i)
-    lib.trtp_group_norm.argtypes = [i, p, p, i, p, p, p, p, p, p, z, ll, ll, ll, ll, f, i, ll, ll, i, pll, p]
-    lib.trtp_group_norm.restype = i
-    lib.trtp_group_norm_plan.argtypes = [i, ll, ll, ll, i, pi, pll, pll, pi]
-    lib.trtp_group_norm_plan.restype = None
-    lib.trtp_group_norm_configure.argtypes = [i, ll, ll, ll, i, pll, pll, pi]
-    lib.trtp_group_norm_configure.restype = None
-    lib.trtp_group_norm_device.argtypes = [pi, pi, pi, pi]
-    lib.trtp_group_norm_device.restype = None
-    lib.trtp_group_norm_workspace.argtypes = [ll, ll]
-    lib.trtp_group_norm_workspace.restype = z
-    lib.trtp_error_string.argtypes = [i]
-    lib.trtp_error_string.restype = ctypes.c_char_p
-    lib.trtp_empty_launch.argtypes = [p]
-    lib.trtp_empty_launch.restype = i
+    """Every entry point's ctypes signature, as the library describes it (trtp_entries)."""
+    for fn in ("trtp_entries", "trtp_enums"):
+        getattr(lib, fn).restype, getattr(lib, fn).argtypes = ctypes.c_char_p, []
+    for line in lib.trtp_entries().decode().splitlines():
+        name, sig = line.split()
+        result, args = sig.split(":")
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = _CODES[result], [_CODES[c] for c in args]
 
 
-def _check(code: int, what: str) -> None:
+@functools.lru_cache(maxsize=None)
+def enums() -> dict[str, dict[str, int]]:
+    """The enums the entry points take that no op field names: "dtype", "group_norm_skip"."""
+    return json.loads(load().trtp_enums())
+
+
+def dtype_id(dtype: str | int) -> int:
+    return lookup(enums()["dtype"], dtype, "dtype")
+
+
+def check(code: int, what: str) -> None:
     if code != 0:
         msg = load().trtp_error_string(code).decode()
         raise KernelError(f"{what} failed: CUDA error {code} ({msg})")
 
 
-def _lookup(table: dict[str, int], key: str | int, what: str) -> int:
+def lookup(table: dict[str, int], key: str | int, what: str) -> int:
     if isinstance(key, int):
         if key not in table.values():
             raise ValueError(f"unknown {what} id {key}; known: {table}")
@@ -104,143 +105,22 @@ def _lookup(table: dict[str, int], key: str | int, what: str) -> int:
         raise ValueError(f"unknown {what} {key!r}; known: {sorted(table)}") from None
 
 
-# --- raw pointers ---------------------------------------------------------------------------
-
-
-def raw_bias_activation(dtype, x: int, bias: int, y: int, rows: int, hidden: int, activation, stream: int = 0):
-    code = load().trtp_bias_activation(
-        _lookup(DTYPES, dtype, "dtype"), x, bias or None, y, rows, hidden,
-        _lookup(ACTIVATION_IDS, activation, "activation"), stream or None,
-    )
-    _check(code, "bias_activation")
-
-
-def raw_gated_activation(dtype, x: int, x2: int, gate_bias: int, linear_bias: int, y: int, rows: int, width: int,
-                         activation, gate="first", stream: int = 0):
-    code = load().trtp_gated_activation(
-        _lookup(DTYPES, dtype, "dtype"), x, x2 or None, gate_bias or None, linear_bias or None, y, rows, width,
-        _lookup(GATED_ACT_IDS, activation, "activation"), _lookup(GATE_IDS, gate, "gate"), stream or None,
-    )
-    _check(code, "gated_activation")
-
-
-def raw_skip_norm(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: int, sum_out: int,
-                  rows: int, hidden: int, epsilon: float, norm, stream: int = 0, skip_rows: int = 0,
-                  variant: int = -1, gamma_io: int = 0, beta_io: int = 0):
-    code = load().trtp_skip_norm(
-        _lookup(DTYPES, dtype, "dtype"), x, skip or None, bias or None, gamma, beta or None, y,
-        sum_out or None, rows, hidden, epsilon, _lookup(NORM_IDS, norm, "norm"), skip_rows, variant,
-        gamma_io or None, beta_io or None, stream or None,
-    )
-    _check(code, "skip_norm")
-
-
-def skip_norm_variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False, rows: int | None = None) -> int:
-    """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
-    io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io); rows: a
-    launch's row count (None: a large one; launches of <= skip_norm_small_elems() elements run another variant)."""
-    return load().trtp_skip_norm_variant(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip, hidden,
-                                         io_weights, -1 if rows is None else rows)
-
-
-def skip_norm_small_elems() -> int:
-    """Launches of at most this many elements run the small-launch variant."""
-    return load().trtp_skip_norm_small_elems()
-
-
-def skip_norm_candidates(dtype, norm: str, skip: bool, hidden: int) -> list[int]:
-    """Every kernel variant this build has that can run rows of `hidden` elements (benchmarks, tests)."""
-    buf = (ctypes.c_int * 256)()
-    n = load().trtp_skip_norm_candidates(_lookup(DTYPES, dtype, "dtype"), _lookup(NORM_IDS, norm, "norm"), skip,
-                                         hidden, buf, 256)
-    return list(buf[:min(n, 256)])
-
-
-def raw_group_norm(dtype, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int, sum_out: int,
-                   workspace: int, workspace_size: int, n: int, channels: int, spatial: int, groups: int,
-                   epsilon: float, activation, stream: int = 0, plan: tuple = (0, 0, False)) -> tuple[int, int, bool]:
-    """Launches GroupNorm; returns the plan that ran (chunks, chunk_len, cluster). plan: one to force,
-    (chunks, chunk_len) or (chunks, chunk_len, cluster); chunks 0: the plugin's (group_norm_plan)."""
-    chunks, chunk_len, cluster = _plan3(plan)
-    ran = (ctypes.c_longlong * 3)()
-    code = load().trtp_group_norm(
-        _lookup(DTYPES, dtype, "dtype"), x, skip or None, _lookup(GROUP_NORM_SKIP, skip_mode, "skip mode"),
-        bias or None, gamma, beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels,
-        spatial, groups, epsilon, _lookup(GROUP_NORM_ACT_IDS, activation, "activation"), chunks, chunk_len,
-        int(cluster), ran, stream or None,
-    )
-    _check(code, "group_norm")
-    return ran[0], ran[1], bool(ran[2])
-
-
-def _plan3(plan: tuple) -> tuple[int, int, bool]:
-    if len(plan) not in (2, 3):
-        raise ValueError(f"plan must be (chunks, chunk_len) or (chunks, chunk_len, cluster); got {plan!r}")
-    return int(plan[0]), int(plan[1]), bool(plan[2]) if len(plan) == 3 else False
-
-
-GROUP_NORM_DEVICE_KEYS = ("sms", "smem_per_sm", "smem_per_block", "max_cluster")  # GroupNormDevice
-
-
-def group_norm_plan(n: int, groups: int, group_size: int, dtype="float32", skip_mode="none",
-                    device: bool | dict = True) -> tuple[int, int, bool]:
-    """(chunks per group, elements per chunk, cluster): the plan the plugin picks when configured.
-    device True: on the current GPU; False: the two-launch plan (the same everywhere); a dict like
-    group_norm_device()'s: on such a GPU, without a CUDA call. cluster True: one launch, each group's
-    chunks one thread-block cluster (sm_90+)."""
-    chunks, chunk_len, cluster = ctypes.c_longlong(), ctypes.c_longlong(), ctypes.c_int()
-    head = (_lookup(DTYPES, dtype, "dtype"), n, groups, group_size, _lookup(GROUP_NORM_SKIP, skip_mode, "skip mode"))
-    outs = (ctypes.byref(chunks), ctypes.byref(chunk_len), ctypes.byref(cluster))
-    if device is True:
-        load().trtp_group_norm_configure(*head, *outs)
-    else:
-        desc = (ctypes.c_int * 4)(*(device[k] for k in GROUP_NORM_DEVICE_KEYS)) if device else None
-        load().trtp_group_norm_plan(*head, desc, *outs)
-    return chunks.value, chunk_len.value, bool(cluster.value)
-
-
-def group_norm_candidates(n: int, groups: int, group_size: int, dtype="float32", skip_mode="none") -> list[tuple]:
-    """Every plan worth forcing on the current GPU (benchmark sweeps, tests): the two launches, then
-    one launch with clusters of 1, 2, 4, 8, 16 CTAs whose chunks fit its shared memory (none below sm_90)."""
-    plans = [group_norm_plan(n, groups, group_size, dtype, skip_mode, device=False)]
-    dev = group_norm_device()
-    per_elem = (4 if _lookup(DTYPES, dtype, "dtype") == DTYPES["float32"] else 2) * (2 if skip_mode == "full" else 1)
-    for size in (1, 2, 4, 8, 16):
-        chunk_len = math.ceil(math.ceil(group_size / size) / 256) * 256  # a multiple of 256, as the plugin's
-        if size <= dev["max_cluster"] and chunk_len * per_elem <= dev["smem_per_block"]:
-            plans.append((math.ceil(group_size / chunk_len), chunk_len, True))
-    return list(dict.fromkeys(plans))
-
-
-def group_norm_device() -> dict[str, int]:
-    """What the GroupNorm cluster path knows about the current GPU; max_cluster 0: no clusters
-    (below sm_90, or the build has no sm_90+ image)."""
-    vals = [ctypes.c_int() for _ in GROUP_NORM_DEVICE_KEYS]
-    load().trtp_group_norm_device(*(ctypes.byref(v) for v in vals))
-    return dict(zip(GROUP_NORM_DEVICE_KEYS, (v.value for v in vals)))
-
-
-def group_norm_workspace(n: int, groups: int) -> int:
-    """Workspace bytes the plugin asks for with batch n (covers every smaller shape)."""
-    return load().trtp_group_norm_workspace(n, groups)
-
-
 def empty_launch(stream: int = 0) -> None:
     """Launch an empty kernel (the latency floor for small launches)."""
-    _check(load().trtp_empty_launch(stream or None), "empty_launch")
+    check(load().trtp_empty_launch(stream or None), "empty_launch")
 
 
 # --- torch tensors --------------------------------------------------------------------------
 
 
-def _torch_dtype_name(t: Any) -> str:
+def dtype_name(t: Any) -> str:
     name = str(t.dtype).replace("torch.", "")
-    if name not in DTYPES:
+    if name not in enums()["dtype"]:
         raise TypeError(f"dtype {t.dtype} not supported; use float32, float16 or bfloat16")
     return name
 
 
-def _data(t: Any, name: str, like: Any = None) -> int:
+def data(t: Any, name: str, like: Any = None) -> int:
     if not t.is_cuda:
         raise ValueError(f"{name} must be a CUDA tensor")
     if not t.is_contiguous():
@@ -250,151 +130,127 @@ def _data(t: Any, name: str, like: Any = None) -> int:
     return t.data_ptr()
 
 
-def _weight(t: Any, name: str, hidden: int) -> int:
+def weight(t: Any, name: str, hidden: int) -> int:
     if t is None:
         return 0
     import torch
 
     if t.dtype != torch.float32 or t.numel() != hidden:
         raise ValueError(f"{name} must be {hidden} float32 values; got {t.numel()} {t.dtype}")
-    return _data(t, name)
+    return data(t, name)
 
 
-def _stream(x: Any) -> int:
+def stream_of(x: Any) -> int:
     import torch
 
     return torch.cuda.current_stream(x.device).cuda_stream
 
 
-def bias_activation(x, bias=None, activation: str = "gelu", out=None):
-    """y = act(x + bias) over the last dim of x; `out` may be x (in place)."""
-    import torch
-
-    hidden = x.shape[-1] if x.dim() else 1
-    y = torch.empty_like(x) if out is None else out
-    rows = x.numel() // hidden if hidden else 0
-    with torch.cuda.device(x.device):  # rows == 0 goes through too: the kernel must accept it
-        raw_bias_activation(_torch_dtype_name(x), _data(x, "x"), _weight(bias, "bias", hidden),
-                            _data(y, "out", x), rows, hidden, activation, _stream(x))
-    return y
+# --- any op by its fields (capi/run.h) --------------------------------------------------------
 
 
-def gated_activation(x, x2=None, *, activation: str = "silu", gate: str = "first", gate_bias=None,
-                     linear_bias=None, out=None):
-    """y = act(gate + gate_bias) * (linear + linear_bias): the operands x and x2 (one shape), or without
-    x2 the halves of x's last dim; `gate` ("first" / "second") names the one activated. `out` may be
-    x or x2 (two inputs)."""
-    import torch
-
-    last = x.shape[-1]
-    if x2 is None and last % 2:
-        raise ValueError(f"x {tuple(x.shape)}: an odd last dim has no two halves")
-    width = last if x2 is not None else last // 2
-    shape = (*x.shape[:-1], width)
-    y = torch.empty(shape, dtype=x.dtype, device=x.device) if out is None else out
-    if tuple(y.shape) != shape or y.dtype != x.dtype:
-        raise ValueError(f"out must be {shape} {x.dtype}; got {tuple(y.shape)} {y.dtype}")
-    rows = x.numel() // last if last else 0
-    with torch.cuda.device(x.device):
-        raw_gated_activation(
-            _torch_dtype_name(x), _data(x, "x"), 0 if x2 is None else _data(x2, "x2", x),
-            _weight(gate_bias, "gate_bias", width), _weight(linear_bias, "linear_bias", width), _data(y, "out"),
-            rows, width, activation, gate, _stream(x),
-        )
-    return y
+def _dims(shapes) -> ctypes.Array:
+    """Blocks of 9 int64 (nbDims, d[0..7]) for the C entry."""
+    flat = []
+    for s in shapes:
+        if len(s) > 8:
+            raise ValueError(f"shape {tuple(s)}: rank {len(s)} > 8")
+        flat += [len(s), *s] + [0] * (8 - len(s))
+    return (ctypes.c_longlong * max(1, len(flat)))(*flat)
 
 
-def skip_norm(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer", epsilon: float = 1e-5,
-              output_sum: bool = False, out=None, sum_out=None, variant: int = -1, gamma_io=None, beta_io=None):
-    """s = x (+ skip) (+ bias); y = norm(s) * gamma (+ beta). Returns y, or (y, s) with output_sum.
-
-    skip is like x, or broadcasts over x's leading dims (its shape a suffix of x's, leading 1s
-    allowed). variant: a kernel variant to force (-1: the one the plugin picks). gamma_io, beta_io:
-    gamma and beta again in x's dtype, exactly equal to the float32 ones (the kernel then reads half
-    the weight bytes)."""
-    import torch
-
-    hidden = x.shape[-1]
-    y = torch.empty_like(x) if out is None else out
-    s = (torch.empty_like(x) if sum_out is None else sum_out) if output_sum else None
-    rows = x.numel() // hidden if hidden else 0
-    skip_ptr, skip_rows = 0, 0
-    if skip is not None:
-        if skip.shape == x.shape:
-            skip_ptr = _data(skip, "skip", x)
-        else:
-            lead = list(skip.shape[:-1])
-            while lead and lead[0] == 1:
-                lead.pop(0)
-            if skip.dtype != x.dtype or skip.shape[-1] != hidden or tuple(lead) != tuple(x.shape[x.dim() - 1 - len(lead):-1]):
-                raise ValueError(f"skip {tuple(skip.shape)} must be like x {tuple(x.shape)} or broadcast over its "
-                                 "leading dims")
-            skip_ptr, skip_rows = _data(skip, "skip"), max(1, skip.numel() // hidden)
-    with torch.cuda.device(x.device):
-        raw_skip_norm(
-            _torch_dtype_name(x), _data(x, "x"), skip_ptr,
-            _weight(bias, "bias", hidden), _weight(gamma, "gamma", hidden), _weight(beta, "beta", hidden),
-            _data(y, "out", x), 0 if s is None else _data(s, "sum_out", x), rows, hidden, float(epsilon),
-            norm, _stream(x), skip_rows, variant, _io_weight(gamma_io, gamma, x), _io_weight(beta_io, beta, x),
-        )
-    return (y, s) if output_sum else y
+def _ints(values) -> ctypes.Array:
+    return (ctypes.c_int * max(1, len(values)))(*values)
 
 
-def _io_weight(t, ref, x) -> int:
-    """The pointer of a weight copy in x's dtype (its values the caller's promise: equal to ref's;
-    not compared here, which would synchronize, and break CUDA-graph capture)."""
-    if t is None:
-        return 0
-    if ref is None or t.dtype != x.dtype or t.shape != ref.shape:
-        raise ValueError(f"gamma_io/beta_io must be like gamma/beta {None if ref is None else tuple(ref.shape)} "
-                         f"in x's dtype {x.dtype}; got {tuple(t.shape)} {t.dtype}")
-    return _data(t, "gamma_io/beta_io")
+class Kernel:
+    """One op of the list, created from its fields the way its plugin is (see the module doc)."""
+
+    def __init__(self, op: str, **fields: Any):
+        from .fields import field_array  # the conversion create_plugin uses
+
+        spec = schema.spec(op)
+        unknown = sorted(set(fields) - {f.name for f in spec.fields})
+        if unknown:
+            raise TypeError(f"{op}: unknown field(s) {unknown}; fields are {[f.name for f in spec.fields]}")
+        typed = [(f.name, *field_array(spec, f, _host(v))) for f in spec.fields if (v := fields.get(f.name)) is not None]
+        self._keep = [a for _, a, _ in typed]  # alive until created
+        codes = enums()["field_type"]
+        lib = load()
+        self._h = lib.trtp_op_create(op.encode(), len(typed), (ctypes.c_char_p * max(1, len(typed)))(*[n.encode() for n, _, _ in typed]),
+                                     _ints([codes[t] for _, _, t in typed]),
+                                     (ctypes.c_void_p * max(1, len(typed)))(*[a.ctypes.data for a in self._keep]),
+                                     _ints([a.size for a in self._keep]))
+        self.op, self._devices = op, set()
+        if not self._h:
+            raise KernelError(f"{op}: {lib.trtp_last_error().decode()}")
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            load().trtp_op_destroy(self._h)
+            self._h = None
+
+    def _call(self, fn: str, *args) -> int:
+        code = getattr(load(), fn)(self._h, *args)
+        if code < 0:
+            raise KernelError(f"{self.op}: {load().trtp_last_error().decode()}")
+        return code
+
+    @property
+    def nb_outputs(self) -> int:
+        return self._call("trtp_op_nb_outputs")
+
+    def output_shape(self, *shapes) -> tuple[int, ...]:
+        """Every output's shape for inputs of these shapes."""
+        out = (ctypes.c_longlong * 9)()
+        self._call("trtp_op_output_dims", len(shapes), _ints([0] * len(shapes)), _dims(shapes), out)
+        return tuple(out[1:1 + out[0]])
+
+    def configure(self, dtype: str, *shapes) -> None:
+        """What the plugin's configure does for inputs of these shapes: checks, per-shape choices."""
+        outs = [self.output_shape(*shapes)] * self.nb_outputs
+        n = len(shapes) + len(outs)
+        self._call("trtp_op_configure", len(shapes), len(outs), _ints([dtype_id(dtype)] * n), _dims([*shapes, *outs]))
+
+    def workspace_size(self, dtype: str, *shapes) -> int:
+        """Workspace bytes for inputs of these shapes (and any smaller)."""
+        return self._call("trtp_op_workspace", len(shapes), _ints([dtype_id(dtype)] * len(shapes)), _dims(shapes))
+
+    def __call__(self, *inputs, out=None, workspace=None):
+        """Outputs for these CUDA tensors (one, or a tuple); `out`: the output tensor(s) to write."""
+        import torch
+
+        x = inputs[0]
+        dtype, shapes = dtype_name(x), [tuple(t.shape) for t in inputs]
+        for i, t in enumerate(inputs):
+            data(t, f"input {i}")
+        self.configure(dtype, *shapes)
+        shape = self.output_shape(*shapes)
+        outs = [torch.empty(shape, dtype=x.dtype, device=x.device) for _ in range(self.nb_outputs)] if out is None else (
+            [out] if torch.is_tensor(out) else list(out))
+        size = self.workspace_size(dtype, *shapes)
+        if workspace is None and size:
+            workspace = torch.empty(size, dtype=torch.uint8, device=x.device)
+        n = len(inputs) + len(outs)
+        with torch.cuda.device(x.device):
+            if x.device.index not in self._devices:
+                self._call("trtp_op_initialize")
+                self._devices.add(x.device.index)
+            self._call("trtp_op_enqueue", len(inputs), len(outs), _ints([dtype_id(dtype)] * n),
+                       _dims([*shapes, *[tuple(o.shape) for o in outs]]),
+                       (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs]),
+                       (ctypes.c_void_p * len(outs))(*[data(o, "out", x) for o in outs]),
+                       None if workspace is None else workspace.data_ptr(), stream_of(x))
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def group_norm(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activation: str = "none",
-               epsilon: float = 1e-5, output_sum: bool = False, out=None, sum_out=None, workspace=None,
-               plan: tuple | None = None, return_plan: bool = False):
-    """s = x (+ bias[c]) (+ skip); y = act(GroupNorm(s) * gamma + beta) over x = N, C, spatial...
-    Returns y, or (y, s) with output_sum; with return_plan, (that, the plan that ran). skip: like x
-    or [N, C, 1, ...]. workspace: a CUDA uint8 tensor of at least group_norm_workspace(N, num_groups)
-    bytes (allocated when None). plan: (chunks, chunk_len[, cluster]) to force (None: the plugin's,
-    group_norm_plan on this GPU, looked up once per shape)."""
-    import torch
-
-    if x.dim() < 3:
-        raise ValueError(f"x must be N, C, spatial... (rank >= 3); got {tuple(x.shape)}")
-    n, c = x.shape[0], x.shape[1]
-    spatial = x.numel() // (n * c) if n * c else 0
-    y = torch.empty_like(x) if out is None else out
-    s = (torch.empty_like(x) if sum_out is None else sum_out) if output_sum else None
-    skip_ptr, mode = 0, "none"
-    if skip is not None:
-        if skip.shape == x.shape:
-            skip_ptr, mode = _data(skip, "skip", x), "full"
-        elif tuple(skip.shape) == (n, c) + (1,) * (x.dim() - 2) and skip.dtype == x.dtype:
-            skip_ptr, mode = _data(skip, "skip"), "per_channel"
-        else:
-            raise ValueError(f"skip {tuple(skip.shape)} must be like x {tuple(x.shape)} or [N, C, 1, ...]")
-    size = group_norm_workspace(max(n, 1), num_groups)
-    if workspace is None:
-        workspace = torch.empty(size, dtype=torch.uint8, device=x.device)
-    dtype = _torch_dtype_name(x)
-    with torch.cuda.device(x.device):
-        if plan is None:
-            plan = (0, 0, False)
-            if n * c * spatial and num_groups > 0 and c % num_groups == 0:
-                plan = _device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
-        ran = raw_group_norm(
-            dtype, _data(x, "x"), skip_ptr, mode, _weight(bias, "bias", c),
-            _weight(gamma, "gamma", c), _weight(beta, "beta", c), _data(y, "out", x),
-            0 if s is None else _data(s, "sum_out", x), workspace.data_ptr(), workspace.numel(), n, c, spatial,
-            num_groups, float(epsilon), activation, _stream(x), plan,
-        )
-    result = (y, s) if output_sum else y
-    return (result, ran) if return_plan else result
+def run(op: str, *inputs, **fields):
+    """Kernel(op, **fields)(*inputs): one launch."""
+    return Kernel(op, **fields)(*inputs)
 
 
-@functools.lru_cache(maxsize=256)
-def _device_plan(device: int, dtype: str, n: int, groups: int, group_size: int, skip_mode: str):
-    """group_norm_plan on `device` (the current one when called), once per shape."""
-    return group_norm_plan(n, groups, group_size, dtype, skip_mode)
+def _host(value: Any) -> Any:
+    """A torch tensor's values on the host (fields are host data, as for a plugin); anything else as is."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        return value.detach().cpu().numpy()
+    return value

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
-from . import ops
+from . import schema
 
 LIBRARY_ENV = "TRTPLUGINS_LIBRARY"  # a library file, or a folder holding the libraries
 VARIANTS = ("loadlib", "autoreg")
@@ -224,12 +224,12 @@ def load(registry=None, path: str | os.PathLike | None = None, mod=None) -> Path
 
 def _registered(registry) -> bool:
     names = {c.name for c in registry.all_creators}
-    return all(name in names for name in ops.OPS)
+    return all(name in names for name in schema.OPS)
 
 
 def list_plugins(registry=None) -> list[tuple[str, str, str]]:
     """(name, version, namespace) of this suite's creators in the registry."""
     registry = registry if registry is not None else trt_module().get_plugin_registry()
     return sorted(
-        (c.name, c.plugin_version, c.plugin_namespace) for c in registry.all_creators if c.name in ops.OPS
+        (c.name, c.plugin_version, c.plugin_namespace) for c in registry.all_creators if c.name in schema.OPS
     )

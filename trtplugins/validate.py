@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import build as B
+from . import engine as B
 from . import loader, paths
-from .build.profiles import no_duplicates
+from .engine.profiles import no_duplicates
 from .graph import io as graph_io
 
 #: Default tolerances per precision. Measured on the demo block on the CPU by

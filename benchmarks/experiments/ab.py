@@ -7,7 +7,7 @@ arguments against each (and each value of --env), then print our time per point 
   python3 benchmarks/experiments/ab.py --no-base --sweep-build loop_rows_ahead \\
       --env TRTPLUGINS_AHEAD=0,2048,8192 -- --sweep --looped-only --ops layer_norm --no-small
 
-A patch set is NAME (benchmarks/experiments/NAME.patch) or NAME+NAME. Each is applied to a copy of
+A patch set is NAME (benchmarks/experiments/NAME.patch, or $AB_PATCHES/NAME.patch) or NAME+NAME. Each is applied to a copy of
 the tree (so a patch may touch the scripts too) and built there, all at once (sm_90 unless
 TRTPLUGINS_CUDA_ARCHS says otherwise). Runs go base, A, B, ... and back (B, A, base) with --repeat 2,
 so a drift of the GPU's clocks does not favour one side; the table takes the median per point of our
@@ -32,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
+PATCHES = Path(os.environ.get("AB_PATCHES", HERE))  # where NAME.patch is looked for (tests: elsewhere)
 # Built, checked statically, not yet run on the device (RESULTS.md, "Targets still missed"): CI checks they apply.
 PENDING = ("loop_rows_ahead",)
 TOP_SKIP = shutil.ignore_patterns(".git", "build", "build-*", ".cache", ".whl", ".trt", ".venv*")  # the root's own
@@ -39,13 +40,13 @@ ANY_SKIP = shutil.ignore_patterns("*.so", "__pycache__")
 
 
 def skip(folder: str, names: list[str]) -> set[str]:
-    """What the tree's copy leaves out: build outputs and fetched material (trtplugins/build/ is source)."""
+    """What the tree's copy leaves out: build outputs and fetched material (trtplugins/engine/ is source)."""
     return ANY_SKIP(folder, names) | (TOP_SKIP(folder, names) if Path(folder) == ROOT else set())
 
 
 def patches(name: str) -> list[Path]:
     """The patch files of a set 'a+b', each checked to exist."""
-    files = [HERE / f"{p}.patch" for p in name.split("+")]
+    files = [PATCHES / f"{p}.patch" for p in name.split("+")]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         sys.exit(f"ab: no such patch: {', '.join(missing)}")

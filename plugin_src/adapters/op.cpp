@@ -26,25 +26,6 @@ const char* typeName(nvinfer1::DataType t) noexcept {
     }
 }
 
-std::string dimsString(const nvinfer1::Dims& d) {
-    std::string s = "[";
-    for (int32_t i = 0; i < d.nbDims; ++i) s += (i ? "," : "") + std::to_string(d.d[i]);
-    return s + "]";
-}
-
-void rowsAndHidden(const nvinfer1::Dims& d, int64_t& rows, int64_t& hidden) {
-    if (d.nbDims < 1 || d.nbDims > nvinfer1::Dims::MAX_DIMS) fail("input rank %d, expected 1..%d", d.nbDims, nvinfer1::Dims::MAX_DIMS);
-    rows = 1;
-    for (int32_t i = 0; i < d.nbDims; ++i)
-        if (d.d[i] < 0) fail("input dims %s are not known", dimsString(d).c_str());
-    for (int32_t i = 0; i + 1 < d.nbDims; ++i) rows *= d.d[i];
-    hidden = d.d[d.nbDims - 1];
-}
-
-} // namespace trtp
-
-namespace trtp {
-
 bool gpuSupported(const char* plugin) noexcept {
     const std::string problem = currentGpuProblem();
     if (problem.empty()) return true;

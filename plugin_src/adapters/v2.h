@@ -1,7 +1,7 @@
 // The IPluginV2DynamicExt adapter and its IPluginCreator, for any op
 // declaration (adapters/op.h). Plugin version kV2Version; serialized as a
-// checksummed blob (common/serialize.h). Every entry point is noexcept,
-// logs and returns an error value.
+// checksummed blob of the input count and the op's fields (common/serialize.h).
+// Every entry point is noexcept, logs and returns an error value.
 #pragma once
 #include <memory>
 
@@ -44,7 +44,7 @@ public:
     static V2Plugin fromBlob(const void* data, size_t length) {
         Reader reader(data, length, Op::kName);
         const auto nbInputs = reader.pod<int32_t>();
-        V2Plugin p(Op::read(reader));
+        V2Plugin p(opFromBlob<Op>(reader));
         reader.finish();
         p.mS.setNbInputs(nbInputs);
         return p;
@@ -108,7 +108,9 @@ private:
     Writer blob() const {
         Writer w(Op::kName);
         w.pod(mS.nbInputs());
-        mS.op().write(w);
+        FieldWriter fields;
+        opToFields(mS.op(), fields);
+        w.fields(fields.fields());
         return w;
     }
 
@@ -127,7 +129,7 @@ public:
 
     nvinfer1::IPluginV2* createPlugin(const char*, const nvinfer1::PluginFieldCollection* fc) noexcept override {
         return guarded(Op::kName, "createPlugin", static_cast<nvinfer1::IPluginV2*>(nullptr),
-                       [&] { return adopt(new V2Plugin<Op>(Op::fromFields(FieldParser(fc, Op::schema())))); });
+                       [&] { return adopt(new V2Plugin<Op>(opFromFields<Op>(rawFields(fc)))); });
     }
 
     nvinfer1::IPluginV2* deserializePlugin(const char*, const void* data, size_t length) noexcept override {

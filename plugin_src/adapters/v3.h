@@ -109,8 +109,8 @@ public:
     const nvinfer1::PluginFieldCollection* getFieldsToSerialize() noexcept override {
         return guarded(Op::kName, "getFieldsToSerialize", static_cast<const nvinfer1::PluginFieldCollection*>(nullptr), [&] {
             mFields.clear();
-            mS.op().toFields(mFields);
-            return mFields.collection();
+            opToFields(mS.op(), mFields);
+            return mTrtFields.of(mFields.fields());
         });
     }
 
@@ -123,6 +123,7 @@ private:
     OpState<Op> mS;
     std::string mNamespace;
     FieldWriter mFields;
+    TrtFields mTrtFields;
 };
 
 template <class Op>
@@ -135,7 +136,7 @@ public:
 
     nvinfer1::IPluginV3* createPlugin(const char*, const nvinfer1::PluginFieldCollection* fc, nvinfer1::TensorRTPhase phase) noexcept override {
         return guarded(Op::kName, "createPlugin", static_cast<nvinfer1::IPluginV3*>(nullptr), [&]() -> nvinfer1::IPluginV3* {
-            std::unique_ptr<V3Plugin<Op>> p(new V3Plugin<Op>(Op::fromFields(FieldParser(fc, Op::schema())), ""));
+            std::unique_ptr<V3Plugin<Op>> p(new V3Plugin<Op>(opFromFields<Op>(rawFields(fc)), ""));
             if (phase == nvinfer1::TensorRTPhase::kRUNTIME && currentDevice() >= 0) p->initializeForRuntime();
             return p.release();
         });

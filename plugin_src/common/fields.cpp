@@ -7,8 +7,25 @@
 #include "errors.h"
 
 namespace trtp {
+
+FieldType declaredType(FieldKind k) {
+    switch (k) {
+    case FieldKind::kString: return FieldType::kChar;
+    case FieldKind::kInt: return FieldType::kInt32;
+    default: return FieldType::kFloat32;
+    }
+}
+
+size_t fieldTypeBytes(FieldType t) noexcept {
+    switch (t) {
+    case FieldType::kFloat16: case FieldType::kBFloat16: case FieldType::kInt16: return 2;
+    case FieldType::kFloat32: case FieldType::kInt32: return 4;
+    case FieldType::kFloat64: case FieldType::kInt64: return 8;
+    default: return 1;
+    }
+}
+
 namespace {
-using nvinfer1::PluginFieldType;
 
 const char* kindName(FieldKind k) {
     switch (k) {
@@ -20,27 +37,19 @@ const char* kindName(FieldKind k) {
     return "?";
 }
 
-const char* typeName(PluginFieldType t) {
+const char* typeName(FieldType t) {
     switch (t) {
-    case PluginFieldType::kFLOAT16: return "kFLOAT16";
-    case PluginFieldType::kFLOAT32: return "kFLOAT32";
-    case PluginFieldType::kFLOAT64: return "kFLOAT64";
-    case PluginFieldType::kINT8: return "kINT8";
-    case PluginFieldType::kINT16: return "kINT16";
-    case PluginFieldType::kINT32: return "kINT32";
-    case PluginFieldType::kCHAR: return "kCHAR";
-    case PluginFieldType::kDIMS: return "kDIMS";
-    case PluginFieldType::kBF16: return "kBF16";
-    case PluginFieldType::kINT64: return "kINT64";
+    case FieldType::kFloat16: return "kFLOAT16";
+    case FieldType::kFloat32: return "kFLOAT32";
+    case FieldType::kFloat64: return "kFLOAT64";
+    case FieldType::kInt8: return "kINT8";
+    case FieldType::kInt16: return "kINT16";
+    case FieldType::kInt32: return "kINT32";
+    case FieldType::kChar: return "kCHAR";
+    case FieldType::kDims: return "kDIMS";
+    case FieldType::kBFloat16: return "kBF16";
+    case FieldType::kInt64: return "kINT64";
     default: return "another type";
-    }
-}
-
-PluginFieldType declaredType(FieldKind k) {
-    switch (k) {
-    case FieldKind::kString: return PluginFieldType::kCHAR;
-    case FieldKind::kInt: return PluginFieldType::kINT32;
-    default: return PluginFieldType::kFLOAT32;
     }
 }
 
@@ -61,15 +70,18 @@ float bf16ToFloat(uint16_t b) {
 }
 } // namespace
 
+void checkRange(const char* name, int32_t v, std::optional<int32_t> lo, std::optional<int32_t> hi) {
+    if ((!lo || v >= *lo) && (!hi || v <= *hi)) return;
+    if (lo && hi && *hi == *lo + 1) fail("%s must be %d or %d, got %d", name, *lo, *hi, v);
+    if (lo && hi) fail("%s must be in %d..%d, got %d", name, *lo, *hi, v);
+    if (lo) fail("%s must be >= %d, got %d", name, *lo, v);
+    fail("%s must be <= %d, got %d", name, *hi, v);
+}
+
 std::string joinNames(const char* const* names, size_t n) {
     std::string out;
     for (size_t i = 0; i < n; ++i) out += (i ? ", " : "") + std::string(names[i]);
     return out;
-}
-
-FieldNames::FieldNames(const std::vector<FieldSpec>& schema) {
-    for (const auto& f : schema) mFields.emplace_back(f.name, nullptr, declaredType(f.kind), f.kind == FieldKind::kString || f.kind == FieldKind::kWeights ? 0 : 1);
-    point();
 }
 
 int32_t OpSchema::minInputs() const noexcept {
@@ -123,6 +135,9 @@ std::string schemaJson(const std::vector<const OpSchema*>& ops, const char* v2Ve
                 std::snprintf(num, sizeof num, f.kind == FieldKind::kInt ? "%.0f" : "%.7g", *f.defaultValue);
                 out += std::string(", \"default\": ") + num;
             }
+            if (f.defaultName) out += std::string(", \"default\": ") + quoted(f.defaultName);
+            for (const auto& [key, v] : {std::pair{"min", f.minValue}, std::pair{"max", f.maxValue}})
+                if (v) out += std::string(", \"") + key + "\": " + std::to_string(static_cast<long long>(*v));
             if (!f.choices.empty()) {
                 out += ", \"choices\": {";
                 for (size_t c = 0; c < f.choices.size(); ++c)
@@ -141,34 +156,27 @@ void FieldWriter::clear() {
     mFields.clear();
 }
 
-void FieldWriter::add(const char* name, PluginFieldType type, const void* data, size_t bytes, int32_t length) {
+void FieldWriter::add(const char* name, FieldType type, const void* data, size_t bytes, int32_t length) {
     const auto* p = static_cast<const uint8_t*>(data);
     mData.emplace_back(p, p + bytes);
-    mFields.emplace_back(name, mData.back().data(), type, length);
+    mFields.push_back({name, mData.back().data(), type, length});
 }
 
 void FieldWriter::string(const char* name, const std::string& v) {
-    add(name, PluginFieldType::kCHAR, v.c_str(), v.size() + 1, static_cast<int32_t>(v.size() + 1));
+    add(name, FieldType::kChar, v.c_str(), v.size() + 1, static_cast<int32_t>(v.size() + 1));
 }
-void FieldWriter::float32(const char* name, float v) { add(name, PluginFieldType::kFLOAT32, &v, sizeof v, 1); }
-void FieldWriter::int32(const char* name, int32_t v) { add(name, PluginFieldType::kINT32, &v, sizeof v, 1); }
+void FieldWriter::float32(const char* name, float v) { add(name, FieldType::kFloat32, &v, sizeof v, 1); }
+void FieldWriter::int32(const char* name, int32_t v) { add(name, FieldType::kInt32, &v, sizeof v, 1); }
 void FieldWriter::weights(const char* name, const std::vector<float>& v) {
-    if (!v.empty()) add(name, PluginFieldType::kFLOAT32, v.data(), v.size() * sizeof(float), static_cast<int32_t>(v.size()));
+    if (!v.empty()) add(name, FieldType::kFloat32, v.data(), v.size() * sizeof(float), static_cast<int32_t>(v.size()));
 }
 
-const nvinfer1::PluginFieldCollection* FieldWriter::collection() noexcept {
-    mCollection.nbFields = static_cast<int32_t>(mFields.size());
-    mCollection.fields = mFields.data();
-    return &mCollection;
-}
-
-FieldParser::FieldParser(const nvinfer1::PluginFieldCollection* fc, const std::vector<FieldSpec>& schema) {
-    if (!fc) fail("null PluginFieldCollection");
-    if (fc->nbFields < 0 || (fc->nbFields > 0 && !fc->fields)) fail("malformed PluginFieldCollection");
+FieldParser::FieldParser(const RawField* fields, int32_t n, const std::vector<FieldSpec>& schema) {
+    if (n < 0 || (n > 0 && !fields)) fail("malformed PluginFieldCollection");
     std::vector<const char*> known;
     for (const auto& s : schema) known.push_back(s.name);
-    for (int32_t i = 0; i < fc->nbFields; ++i) {
-        const auto& f = fc->fields[i];
+    for (int32_t i = 0; i < n; ++i) {
+        const auto& f = fields[i];
         if (!f.name) fail("field %d has no name", i);
         bool isKnown = false;
         for (const char* k : known) isKnown = isKnown || std::strcmp(k, f.name) == 0;
@@ -180,11 +188,11 @@ FieldParser::FieldParser(const nvinfer1::PluginFieldCollection* fc, const std::v
     }
 }
 
-const nvinfer1::PluginField* FieldParser::find(const char* name, FieldKind kind) const {
+const RawField* FieldParser::find(const char* name, FieldKind kind) const {
     for (const auto* f : mFields) {
         if (std::strcmp(f->name, name) != 0) continue;
         bool typeOk = kind == FieldKind::kWeights
-                          ? (f->type == PluginFieldType::kFLOAT32 || f->type == PluginFieldType::kFLOAT16 || f->type == PluginFieldType::kBF16)
+                          ? (f->type == FieldType::kFloat32 || f->type == FieldType::kFloat16 || f->type == FieldType::kBFloat16)
                           : f->type == declaredType(kind);
         if (!typeOk) fail("field '%s' must be %s, got %s", name, kindName(kind), typeName(f->type));
         bool lengthOk = kind == FieldKind::kString || kind == FieldKind::kWeights ? f->length >= 1 : f->length == 1;
@@ -219,12 +227,12 @@ std::optional<std::vector<float>> FieldParser::weights(const char* name) const {
     std::vector<float> out(static_cast<size_t>(f->length));
     const auto* bytes = static_cast<const uint8_t*>(f->data);
     for (size_t i = 0; i < out.size(); ++i) {
-        if (f->type == PluginFieldType::kFLOAT32) {
+        if (f->type == FieldType::kFloat32) {
             std::memcpy(&out[i], bytes + 4 * i, 4);
         } else {
             uint16_t h;
             std::memcpy(&h, bytes + 2 * i, 2);
-            out[i] = f->type == PluginFieldType::kFLOAT16 ? halfToFloat(h) : bf16ToFloat(h);
+            out[i] = f->type == FieldType::kFloat16 ? halfToFloat(h) : bf16ToFloat(h);
         }
         if (!std::isfinite(out[i])) fail("field '%s'[%zu] is not finite", name, i);
     }

@@ -1,10 +1,10 @@
-// An op's declared schema (fields, inputs, outputs) and typed, checked
-// parsing of PluginFieldCollection: the type and length of every field are
+// An op's declared schema (fields, inputs, outputs) and typed, checked parsing
+// of the fields a creator receives: the type and length of every field are
 // verified, unknown and duplicate fields are errors. FieldWriter builds the
-// collection a V3 plugin serializes itself to.
+// fields a V3 plugin serializes itself to. TensorRT-free: RawField has
+// nvinfer1::PluginField's members, the adapters convert (adapters/trt_fields.h).
 #pragma once
-#include <NvInferRuntime.h>
-
+#include <cstdint>
 #include <deque>
 #include <optional>
 #include <string>
@@ -13,6 +13,22 @@
 namespace trtp {
 
 enum class FieldKind { kString, kFloat, kInt, kWeights };
+
+// nvinfer1::PluginFieldType's values.
+enum class FieldType : int32_t {
+    kFloat16 = 0, kFloat32 = 1, kFloat64 = 2, kInt8 = 3, kInt16 = 4, kInt32 = 5, kChar = 6, kDims = 7,
+    kUnknown = 8, kBFloat16 = 9, kInt64 = 10,
+};
+size_t fieldTypeBytes(FieldType t) noexcept; // bytes per value (1 for kChar and unknown types)
+FieldType declaredType(FieldKind k);          // the type a field of this kind is declared with
+
+// One field as a creator receives it (nvinfer1::PluginField's members).
+struct RawField {
+    const char* name = nullptr;
+    const void* data = nullptr;
+    FieldType type = FieldType::kUnknown;
+    int32_t length = 0;
+};
 
 // One value of a string field that names an enum (value: the kernel's id).
 struct EnumValue {
@@ -27,6 +43,8 @@ struct FieldSpec {
     std::optional<double> defaultValue = std::nullopt; // float/int fields
     std::vector<EnumValue> choices = {}; // kString fields naming an enum
     const char* doc = "";
+    const char* defaultName = nullptr;   // enum fields: the default value's name
+    std::optional<double> minValue = std::nullopt, maxValue = std::nullopt; // int fields: the range
 };
 
 struct TensorSpec {
@@ -51,34 +69,12 @@ struct OpSchema {
 // JSON of the schemas (for trtplugins/schema.json), with the V2/V3 versions and namespace.
 std::string schemaJson(const std::vector<const OpSchema*>& ops, const char* v2Version, const char* v3Version);
 
-// The collection getFieldNames() returns, built once from a schema.
-class FieldNames {
-public:
-    explicit FieldNames(const std::vector<FieldSpec>& schema);
-    explicit FieldNames(const OpSchema& op) : FieldNames(op.fields) {}
-    // A copy points into its own fields, never into the source's.
-    FieldNames(const FieldNames& o) : mFields(o.mFields) { point(); }
-    FieldNames& operator=(const FieldNames& o) {
-        mFields = o.mFields;
-        point();
-        return *this;
-    }
-    const nvinfer1::PluginFieldCollection* collection() const noexcept { return &mCollection; }
-
-private:
-    void point() noexcept {
-        mCollection.nbFields = static_cast<int32_t>(mFields.size());
-        mCollection.fields = mFields.data();
-    }
-    std::vector<nvinfer1::PluginField> mFields;
-    nvinfer1::PluginFieldCollection mCollection{};
-};
-
 class FieldParser {
 public:
-    // Throws PluginError on a null collection, unknown or duplicate names.
-    FieldParser(const nvinfer1::PluginFieldCollection* fc, const std::vector<FieldSpec>& schema);
-    FieldParser(const nvinfer1::PluginFieldCollection* fc, const OpSchema& op) : FieldParser(fc, op.fields) {}
+    // Throws PluginError on malformed fields, unknown or duplicate names.
+    FieldParser(const RawField* fields, int32_t n, const std::vector<FieldSpec>& schema);
+    FieldParser(const std::vector<RawField>& fields, const OpSchema& op)
+        : FieldParser(fields.data(), static_cast<int32_t>(fields.size()), op.fields) {}
 
     std::optional<std::string> string(const char* name) const;
     std::optional<float> float32(const char* name) const;
@@ -90,14 +86,14 @@ public:
     static T required(std::optional<T> v, const char* name);
 
 private:
-    const nvinfer1::PluginField* find(const char* name, FieldKind kind) const;
+    const RawField* find(const char* name, FieldKind kind) const;
     template <class T>
     std::optional<T> single(const char* name, FieldKind kind) const;
-    std::vector<const nvinfer1::PluginField*> mFields;
+    std::vector<const RawField*> mFields;
 };
 
-// Fields written as data that TensorRT copies (V3 getFieldsToSerialize): the
-// collection stays valid until the next clear() or the writer's end.
+// Fields written as data the writer owns (V3 getFieldsToSerialize, the V2 blob): they stay valid
+// until the next clear() or the writer's end.
 class FieldWriter {
 public:
     void clear();
@@ -105,13 +101,12 @@ public:
     void float32(const char* name, float v);
     void int32(const char* name, int32_t v);
     void weights(const char* name, const std::vector<float>& v); // nothing for an empty array
-    const nvinfer1::PluginFieldCollection* collection() noexcept;
+    const std::vector<RawField>& fields() const noexcept { return mFields; }
 
 private:
-    void add(const char* name, nvinfer1::PluginFieldType type, const void* data, size_t bytes, int32_t length);
+    void add(const char* name, FieldType type, const void* data, size_t bytes, int32_t length);
     std::deque<std::vector<uint8_t>> mData;
-    std::vector<nvinfer1::PluginField> mFields;
-    nvinfer1::PluginFieldCollection mCollection{};
+    std::vector<RawField> mFields;
 };
 
 // Parses a string field against a table of names; unknown names are errors
@@ -123,6 +118,9 @@ struct EnumName {
 };
 
 std::string joinNames(const char* const* names, size_t n);
+
+// Throws "<name> must be ..." unless lo <= v <= hi (either bound optional).
+void checkRange(const char* name, int32_t v, std::optional<int32_t> lo, std::optional<int32_t> hi);
 
 template <class E, size_t N>
 E parseEnum(const std::string& s, const EnumName<E> (&table)[N], const char* field);

@@ -18,6 +18,8 @@ __global__ void probe() {}
 
 const char* builtArchitectures() noexcept { return TRTPLUGINS_ARCHS; }
 
+const char* cudaErrorText(cudaError_t e) noexcept { return cudaGetErrorString(e); }
+
 std::string gpuProblem(const char* name, int major, int minor, bool hasImage) {
     const int cc = major * 10 + minor;
     std::string gpu = std::string("GPU '") + (name ? name : "?") + "' (sm_" + std::to_string(cc) + ")";

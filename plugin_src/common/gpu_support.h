@@ -2,6 +2,8 @@
 // image (or below the oldest architecture the kernels support) with a message
 // naming the GPU and what it lacks, instead of failing at enqueue.
 #pragma once
+#include <cuda_runtime_api.h>
+
 #include <string>
 
 namespace trtp {
@@ -18,5 +20,9 @@ std::string currentGpuProblem() noexcept;
 
 // The CUDA architectures compiled in, e.g. "75-real,80-real,...,120-virtual".
 const char* builtArchitectures() noexcept;
+
+// The message of a CUDA error code: the kernel library owns the CUDA runtime, the plugin libraries
+// call none of its functions.
+const char* cudaErrorText(cudaError_t e) noexcept;
 
 } // namespace trtp

@@ -37,8 +37,9 @@ Reader::Reader(const void* data, size_t length, const char* plugin) {
     if (length < kBlobHeader) fail("serialized data truncated (%zu bytes, header needs %zu)", length, kBlobHeader);
     const auto* bytes = static_cast<const uint8_t*>(data);
     if (get<uint32_t>(bytes) != kBlobMagic) fail("serialized data is not a trtplugins blob (bad magic)");
-    uint16_t format = get<uint16_t>(bytes + 4);
-    if (format != kBlobFormat) fail("unsupported blob format %u (this library reads %u)", format, kBlobFormat);
+    mFormat = get<uint16_t>(bytes + 4);
+    if (mFormat != kBlobFormat && mFormat != kBlobFormatV1)
+        fail("unsupported blob format %u (this library reads %u and %u)", mFormat, kBlobFormatV1, kBlobFormat);
     if (get<uint16_t>(bytes + 6) != 0) fail("serialized data has a bad header (reserved bits set)");
     uint32_t payload = get<uint32_t>(bytes + 8);
     if (payload != length - kBlobHeader)
@@ -69,6 +70,34 @@ std::vector<float> Reader::floats() {
     std::vector<float> v(n);
     std::memcpy(v.data(), take(n * sizeof(float)), n * sizeof(float));
     return v;
+}
+
+void Writer::fields(const std::vector<RawField>& fields) {
+    pod(static_cast<uint32_t>(fields.size()));
+    for (const auto& f : fields) {
+        const size_t bytes = static_cast<size_t>(f.length) * fieldTypeBytes(f.type);
+        string(f.name);
+        pod(static_cast<int32_t>(f.type));
+        pod(f.length);
+        pod(static_cast<uint32_t>(bytes));
+        const auto* p = static_cast<const uint8_t*>(f.data);
+        mPayload.insert(mPayload.end(), p, p + bytes);
+    }
+}
+
+BlobFields Reader::fields() {
+    BlobFields out;
+    const auto n = pod<uint32_t>();
+    for (uint32_t i = 0; i < n; ++i) {
+        out.names.push_back(string());
+        const auto type = static_cast<FieldType>(pod<int32_t>());
+        const auto length = pod<int32_t>();
+        const auto bytes = pod<uint32_t>();
+        if (length < 0 || bytes != static_cast<size_t>(length) * fieldTypeBytes(type))
+            fail("serialized field '%s' has %u bytes for %d values", out.names.back().c_str(), bytes, length);
+        out.fields.push_back({out.names.back().c_str(), take(bytes), type, length});
+    }
+    return out;
 }
 
 void Reader::finish() const {

@@ -5,17 +5,31 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "errors.h"
+#include "fields.h"
 
 namespace trtp {
 
 constexpr uint32_t kBlobMagic = 0x50545254; // bytes "TRTP"
-constexpr uint16_t kBlobFormat = 1;
+// Format 2 (written): the op's fields, as a creator takes them (Writer::fields). Format 1 (read):
+// the op's values alone, in an order of its own (its declaration's kV1Layout).
+constexpr uint16_t kBlobFormat = 2;
+constexpr uint16_t kBlobFormatV1 = 1;
 constexpr size_t kBlobHeader = 16;
+
+// Fields read back from a blob, pointing into it (valid while the blob is).
+struct BlobFields {
+    BlobFields() = default;
+    BlobFields(const BlobFields&) = delete; // the fields point into names
+    BlobFields(BlobFields&&) = default;
+    std::deque<std::string> names;
+    std::vector<RawField> fields;
+};
 
 uint32_t fnv1a(const uint8_t* data, size_t n) noexcept;
 
@@ -39,6 +53,9 @@ public:
         mPayload.insert(mPayload.end(), p, p + v.size() * sizeof(float));
     }
 
+    // u32 count; per field: name, i32 type, i32 length, u32 byte count, the bytes.
+    void fields(const std::vector<RawField>& fields);
+
     size_t size() const noexcept { return kBlobHeader + mPayload.size(); }
     void copyTo(void* buffer) const noexcept;
 
@@ -60,6 +77,8 @@ public:
     }
     std::string string();
     std::vector<float> floats();
+    BlobFields fields(); // what Writer::fields wrote
+    uint16_t format() const noexcept { return mFormat; }
     // Throws unless every byte was consumed.
     void finish() const;
 
@@ -68,6 +87,7 @@ private:
     const uint8_t* mData;
     size_t mSize;
     size_t mPos = 0;
+    uint16_t mFormat = kBlobFormat;
 };
 
 } // namespace trtp

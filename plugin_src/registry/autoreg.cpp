@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "../common/errors.h"
+#include "../adapters/logging.h"
 #include "creators.h"
 
 namespace {

@@ -8,41 +8,26 @@
 
 #include "../adapters/v2.h"
 #include "../adapters/v3.h"
-#include "../ops/bias_activation.h"
-#include "../ops/gated_activation.h"
-#include "../ops/group_norm.h"
-#include "../ops/legacy_gelu.h"
-#include "../ops/skip_norm.h"
+#include "../ops/all_ops.h"
 
 namespace trtp {
 namespace {
 
-// Both interfaces of every op, V2 first (engines built with version 1 keep loading).
+// Both interfaces of every op of the list (ops/all_ops.h), V2 first (engines built with version 1 keep loading).
 template <class... Ops>
-struct OpList {
-    static nvinfer1::IPluginCreatorInterface* const* creators(int32_t& count) noexcept {
+struct Creators {
+    static nvinfer1::IPluginCreatorInterface* const* list(int32_t& count) noexcept {
         static std::tuple<V2Creator<Ops>...> v2;
         static std::tuple<V3Creator<Ops>...> v3;
-        static nvinfer1::IPluginCreatorInterface* const list[] = {&std::get<V2Creator<Ops>>(v2)..., &std::get<V3Creator<Ops>>(v3)...};
-        count = static_cast<int32_t>(sizeof(list) / sizeof(list[0]));
-        return list;
+        static nvinfer1::IPluginCreatorInterface* const all[] = {&std::get<V2Creator<Ops>>(v2)..., &std::get<V3Creator<Ops>>(v3)...};
+        count = static_cast<int32_t>(sizeof(all) / sizeof(all[0]));
+        return all;
     }
-    static std::vector<const OpSchema*> schemas() { return {&Ops::schema()...}; }
 };
-
-// THE list of ops: one line each.
-using AllOps = OpList<
-    BiasActivationOp,
-    GatedActivationOp,
-    SkipNormOp,
-    GroupNormOp,
-    LegacyGeluOp>; // TensorRT OSS's CustomGeluPluginDynamic (removed in 11.0), computed by BiasActivation's kernel
 
 } // namespace
 
-nvinfer1::IPluginCreatorInterface* const* creators(int32_t& count) noexcept { return AllOps::creators(count); }
-
-std::string schemaJson() { return schemaJson(AllOps::schemas(), kV2Version, kV3Version); }
+nvinfer1::IPluginCreatorInterface* const* creators(int32_t& count) noexcept { return AllOps::Apply<Creators>::list(count); }
 
 namespace {
 template <class C>

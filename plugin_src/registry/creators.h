@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "../ops/all_ops.h"
+
 namespace trtp {
 
 // Every creator of the library (static instances), in the form both getCreators
@@ -16,9 +18,6 @@ nvinfer1::IPluginCreator* findV2Creator(const char* name) noexcept;
 
 // The V3 (IPluginCreatorV3One) creator of a plugin name, or nullptr.
 nvinfer1::IPluginCreatorV3One* findV3Creator(const char* name) noexcept;
-
-// The schema of every op as JSON (trtplugins/schema.json is this text).
-std::string schemaJson();
 
 // A creator's name and version, whatever its interface kind ("?" if unknown).
 const char* creatorName(nvinfer1::IPluginCreatorInterface* c) noexcept;

@@ -2,7 +2,7 @@
 // trtexec --dynamicPlugins). This build never registers itself on dlopen.
 #include "creators.h"
 
-#include "../common/errors.h"
+#include "../adapters/logging.h"
 
 #define TRTP_EXPORT extern "C" __attribute__((visibility("default")))
 

@@ -12,7 +12,7 @@
 #include <deque>
 #include <vector>
 
-#include "../common/errors.h"
+#include "../adapters/logging.h"
 #include "../common/gpu_support.h"
 #include "../registry/creators.h"
 

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "../common/errors.h"
-#include "../common/fields.h"
+#include "../adapters/logging.h"
+#include "../adapters/trt_fields.h"
 #include "../registry/creators.h"
 
 #include <cuda_runtime_api.h>

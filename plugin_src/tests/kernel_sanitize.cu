@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "bias_activation.h"
-#include "gated_activation.h"
-#include "group_norm.h"
-#include "skip_norm.h"
+#include "../ops/bias_activation/bias_activation.h"
+#include "../ops/gated_activation/gated_activation.h"
+#include "../ops/group_norm/group_norm.h"
+#include "../ops/skip_norm/skip_norm.h"
 
 namespace {
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtplugins import kernels, ops, reference
+from trtplugins import kernels, ops
+from trtplugins.ops import gated_activation
 
 from .test_kernels import DTYPES, alloc, check, f64, randn, tdtype
 
@@ -42,7 +43,7 @@ def operands(torch, gen, form, rows, width, dt, offset=0, scale=3.0):
 
 
 def ref_of(x, x2, act, gate, gate_bias, linear_bias):
-    return reference.gated_activation(f64(x), None if x2 is None else f64(x2), activation_name=act, gate=gate,
+    return gated_activation.reference(f64(x), None if x2 is None else f64(x2), activation_name=act, gate=gate,
                                       gate_bias=None if gate_bias is None else f64(gate_bias),
                                       linear_bias=None if linear_bias is None else f64(linear_bias))
 
@@ -50,7 +51,7 @@ def ref_of(x, x2, act, gate, gate_bias, linear_bias):
 def run_kernel(torch, x, x2, act, gate, gate_bias=None, linear_bias=None, offset=0, out=None):
     width = x.shape[-1] if x2 is not None else x.shape[-1] // 2
     y = alloc(torch, (*x.shape[:-1], width), x.dtype, offset) if out is None else out
-    kernels.gated_activation(x, x2, activation=act, gate=gate, gate_bias=gate_bias, linear_bias=linear_bias, out=y)
+    gated_activation.kernel(x, x2, activation=act, gate=gate, gate_bias=gate_bias, linear_bias=linear_bias, out=y)
     torch.cuda.synchronize()
     return y
 
@@ -146,7 +147,7 @@ def test_gated_beyond_2_pow_32_elements(torch, record, form):
                  for _ in range(2))
     gb = None if x2 is not None else torch.randn(width, device="cuda", generator=gen)  # the halves: with the bias path
     y = torch.full((rows, width), float("nan"), dtype=torch.float16, device="cuda")
-    kernels.gated_activation(x, x2, activation="silu", gate="second", gate_bias=gb, out=y)
+    gated_activation.kernel(x, x2, activation="silu", gate="second", gate_bias=gb, out=y)
     torch.cuda.synchronize()
     assert not torch.isnan(y).any(), "an element was not written"
     picks = sorted({0, 2**31 // width - 1, 2**31 // width, 2**32 // width - 1, 2**32 // width, rows - 1})
@@ -162,7 +163,7 @@ def test_gated_bad_arguments_return_errors(torch):
     x = torch.randn(4, 16, device="cuda")
     y = torch.empty(4, 8, device="cuda")
     p = x.data_ptr()
-    raw = lambda **kw: kernels.raw_gated_activation(**{**dict(  # noqa: E731
+    raw = lambda **kw: gated_activation.raw_kernel(**{**dict(  # noqa: E731
         dtype="float32", x=p, x2=0, gate_bias=0, linear_bias=0, y=y.data_ptr(), rows=4, width=8, activation="silu",
         gate="first"), **kw})
     raw()  # the baseline launches
@@ -209,7 +210,7 @@ def test_gated_plugin_matches_bare_kernel(h, torch, record, dtype, shape, nb_in,
     torch.cuda.synchronize()
     cu = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
     x2 = inputs[1] if nb_in == 2 else None
-    bare = kernels.gated_activation(inputs[0], x2, activation=act, gate=gate, gate_bias=cu(gb), linear_bias=cu(lb))
+    bare = gated_activation.kernel(inputs[0], x2, activation=act, gate=gate, gate_bias=cu(gb), linear_bias=cu(lb))
     torch.cuda.synchronize()
     assert torch.equal(y, bare), "plugin enqueue and bare kernel differ"
     check(record, "plugin:GatedActivation", f"trt{h.major}-v{h.api}:{act}:{nb_in} input(s):{gate}", dtype, shape, y,

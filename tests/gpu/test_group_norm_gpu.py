@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trtplugins import kernels, reference
+from trtplugins import kernels
+from trtplugins.ops import group_norm
 
 from .test_kernels import DTYPES, alloc, check, f64, randn, tdtype
 
@@ -70,7 +71,7 @@ def make(torch, gen, shape, dt, variant, offset=0):
 
 
 def ref_of(x, skip, gamma, beta, bias, groups, act):
-    return reference.group_norm(f64(x), None if skip is None else f64(skip), num_groups=groups, gamma=f64(gamma),
+    return group_norm.reference(f64(x), None if skip is None else f64(skip), num_groups=groups, gamma=f64(gamma),
                                 beta=None if beta is None else f64(beta), bias=None if bias is None else f64(bias),
                                 activation_name=act, epsilon=1e-5, output_sum=True)
 
@@ -80,7 +81,7 @@ def run_kernel(torch, dt, shape, inputs, groups, act, with_sum, offset=0, plan=N
     x, skip, gamma, beta, bias = inputs
     y = alloc(torch, shape, dt, offset) if out is None else out
     s = alloc(torch, shape, dt, offset) if with_sum else None
-    _, ran = kernels.group_norm(x, skip, num_groups=groups, gamma=gamma, beta=beta, bias=bias, activation=act,
+    _, ran = group_norm.kernel(x, skip, num_groups=groups, gamma=gamma, beta=beta, bias=bias, activation=act,
                                 epsilon=1e-5, output_sum=with_sum, out=y, sum_out=s, plan=plan, return_plan=True)
     torch.cuda.synchronize()
     if plan is not None and 0 not in shape:
@@ -97,7 +98,7 @@ def plans(shape, groups, dtype, skip=None):
     if 0 in shape:
         return [(0, 0, False)]
     size = shape[1] // groups * int(np.prod(shape[2:]))
-    return kernels.group_norm_candidates(shape[0], groups, size, dtype, skip_mode(shape, skip))
+    return group_norm.candidates(shape[0], groups, size, dtype, skip_mode(shape, skip))
 
 
 def tag(plan):
@@ -106,8 +107,8 @@ def tag(plan):
 
 def has_clusters(torch):
     """Whether this GPU runs the cluster path; on sm_90+ it must (the build holds an sm_90+ image)."""
-    yes = kernels.group_norm_device()["max_cluster"] > 0
-    assert yes == (torch.cuda.get_device_capability()[0] >= 9), kernels.group_norm_device()
+    yes = group_norm.device()["max_cluster"] > 0
+    assert yes == (torch.cuda.get_device_capability()[0] >= 9), group_norm.device()
     return yes
 
 
@@ -152,7 +153,7 @@ def test_group_norm_sd_shapes(torch, record, shape, dtype):
         act = "silu" if silu else "none"
         inputs = make(torch, gen, shape, dt, variant)
         ry, rs = ref_of(*inputs, 32, act)
-        chosen = kernels.group_norm_plan(shape[0], 32, size, dtype, skip_mode(shape, inputs[1]))
+        chosen = group_norm.plan(shape[0], 32, size, dtype, skip_mode(shape, inputs[1]))
         # clusters where the H200 sweep measured them faster: FP32 with >= 256 groups
         assert chosen[2] == (has_clusters(torch) and dtype == "float32" and shape[0] * 32 >= 256), chosen
         for plan in plans(shape, 32, dtype, inputs[1]) + [None]:
@@ -197,7 +198,7 @@ def test_group_norm_cluster_plan_without_clusters_runs_two_launches(torch, recor
     shape, groups = (2, 64, 16, 16), 8
     inputs = make(torch, gen, shape, torch.float32, "gamma+beta")
     y = alloc(torch, shape, torch.float32)
-    _, ran = kernels.group_norm(inputs[0], num_groups=groups, gamma=inputs[2], beta=inputs[3], out=y,
+    _, ran = group_norm.kernel(inputs[0], num_groups=groups, gamma=inputs[2], beta=inputs[3], out=y,
                                 plan=(2, 1024, True), return_plan=True)
     torch.cuda.synchronize()
     assert not ran[2], ran
@@ -216,7 +217,7 @@ def test_group_norm_forced_splits(torch, record, dtype):
     inputs = make(torch, gen, shape, dt, "temb+bias+silu+sum")
     ry, rs = ref_of(*inputs, groups, "silu")
     size = 64 // groups * 32 * 32
-    forced = [(1, size, False), kernels.group_norm_plan(2, groups, size, dtype, "per_channel", device=False),
+    forced = [(1, size, False), group_norm.plan(2, groups, size, dtype, "per_channel", device=False),
               (64, 256, False)]
     if has_clusters(torch):
         forced += [(3, 5632, True), (5, 3328, True), (16, 1024, True), (1, size, True)]
@@ -282,7 +283,7 @@ def test_group_norm_in_place(torch, record, dtype):
     ry, rs = ref_of(x0, skip0, gamma, beta, bias, groups, "none")
     for plan in plans(shape, groups, dtype, skip0) + [None]:
         x, skip = x0.clone(), skip0.clone()
-        _, ran = kernels.group_norm(x, skip, num_groups=groups, gamma=gamma, beta=beta, output_sum=True, out=x,
+        _, ran = group_norm.kernel(x, skip, num_groups=groups, gamma=gamma, beta=beta, output_sum=True, out=x,
                                     sum_out=skip, plan=plan, return_plan=True)
         torch.cuda.synchronize()
         assert plan is None or ran == plan
@@ -294,9 +295,9 @@ def test_group_norm_in_place(torch, record, dtype):
 def test_group_norm_bad_arguments_return_errors(torch):
     x = torch.randn(2, 8, 4, 4, device="cuda")
     g = torch.ones(8, device="cuda")
-    ws = torch.empty(kernels.group_norm_workspace(2, 4), dtype=torch.uint8, device="cuda")
+    ws = torch.empty(group_norm.workspace_size(2, 4), dtype=torch.uint8, device="cuda")
     p = x.data_ptr()
-    raw = lambda **kw: kernels.raw_group_norm(**{**dict(  # noqa: E731
+    raw = lambda **kw: group_norm.raw_kernel(**{**dict(  # noqa: E731
         dtype="float32", x=p, skip=0, skip_mode="none", bias=0, gamma=g.data_ptr(), beta=0, y=p, sum_out=0,
         workspace=ws.data_ptr(), workspace_size=ws.numel(), n=2, channels=8, spatial=16, groups=4, epsilon=1e-5,
         activation="none"), **kw})
@@ -308,16 +309,16 @@ def test_group_norm_bad_arguments_return_errors(torch):
     assert kernels.load().trtp_group_norm(0, p, None, 0, None, g.data_ptr(), None, p, None, ws.data_ptr(), ws.numel(),
                                           2, 8, 16, 4, 1e-5, 7, 0, 0, 0, None, None) != 0  # unknown activation
     raw(n=0)  # nothing to do
-    two = kernels.group_norm_plan(2, 4, 32, device=False)
+    two = group_norm.plan(2, 4, 32, device=False)
     # plans that are no split of these groups: the two launches run
     for bad in ((3, 100), (3, 100, True), (32, 1, True), (17, 256, True), (2, 256, True), (1, 1 << 40, True)):
         assert raw(plan=bad) == two, bad
     # a cluster of 17 CTAs (a split of a group of 17 x 256, but beyond 16): the two launches run
     x17 = torch.randn(1, 17, 256, device="cuda")
     g17 = torch.ones(17, device="cuda")
-    ran = kernels.raw_group_norm("float32", x17.data_ptr(), 0, "none", 0, g17.data_ptr(), 0, x17.data_ptr(), 0,
+    ran = group_norm.raw_kernel("float32", x17.data_ptr(), 0, "none", 0, g17.data_ptr(), 0, x17.data_ptr(), 0,
                                  ws.data_ptr(), ws.numel(), 1, 17, 256, 1, 1e-5, "none", plan=(17, 256, True))
-    assert ran == kernels.group_norm_plan(1, 1, 17 * 256, device=False)
+    assert ran == group_norm.plan(1, 1, 17 * 256, device=False)
     torch.cuda.synchronize()
 
 
@@ -351,7 +352,7 @@ def test_group_norm_plugin_matches_bare_kernel(h, torch, record, dtype, shape, g
     assert p.initialize() == 0
     assert p.shape_change(types, shapes, len(inputs)) == 0
     size = p.workspace(types, shapes, len(inputs))
-    assert size >= kernels.group_norm_workspace(shape[0], groups) > 0
+    assert size >= group_norm.workspace_size(shape[0], groups) > 0
     ws = torch.empty(size, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
     rc = p.enqueue(types, shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream,
@@ -359,7 +360,7 @@ def test_group_norm_plugin_matches_bare_kernel(h, torch, record, dtype, shape, g
     torch.cuda.synchronize()
     assert rc == 0
     cu = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
-    by, bs = kernels.group_norm(x, skip, num_groups=groups, gamma=cu(gamma), beta=cu(beta), bias=cu(bias),
+    by, bs = group_norm.kernel(x, skip, num_groups=groups, gamma=cu(gamma), beta=cu(beta), bias=cu(bias),
                                 activation="silu", epsilon=1e-5, output_sum=True)
     torch.cuda.synchronize()
     assert torch.equal(outs[0], by) and torch.equal(outs[1], bs), "plugin enqueue and bare kernel differ"

@@ -20,7 +20,8 @@ import zlib
 import numpy as np
 import pytest
 
-from trtplugins import kernels, ops, reference
+from trtplugins import kernels, ops
+from trtplugins.ops import bias_activation, skip_norm
 
 DTYPES = ("float32", "float16", "bfloat16")
 TOL = {"float32": (1e-5, 0.0), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2)}
@@ -96,9 +97,9 @@ def test_bias_activation(torch, record, act, with_bias, dtype):
         x = randn(torch, gen, shape, dt, offset, scale=3.0)  # +-9: the activations' tails too
         bias = randn(torch, gen, (shape[1],), torch.float32, bias_offset) if with_bias else None
         y = alloc(torch, shape, dt, offset)
-        kernels.bias_activation(x, bias, act, out=y)
+        bias_activation.kernel(x, bias, act, out=y)
         torch.cuda.synchronize()
-        ref = reference.bias_activation(f64(x), None if bias is None else f64(bias), act)
+        ref = bias_activation.reference(f64(x), None if bias is None else f64(bias), act)
         tag = (f"+{offset}",) if offset else (f"bias+{bias_offset}",) if bias_offset and with_bias else ()
         check(record, "bias_activation", variant, dtype, shape + tag, y, ref)
 
@@ -111,8 +112,8 @@ def test_bias_activation_in_place(torch, record, dtype):
     for shape, offset in (((37, 768), 0), ((3, 7), 0), ((2, 4096), 1)):
         x = randn(torch, gen, shape, dt, offset, scale=3.0)
         bias = randn(torch, gen, (shape[1],), torch.float32)
-        ref = reference.bias_activation(f64(x), f64(bias), "gelu")
-        kernels.bias_activation(x, bias, "gelu", out=x)
+        ref = bias_activation.reference(f64(x), f64(bias), "gelu")
+        bias_activation.kernel(x, bias, "gelu", out=x)
         torch.cuda.synchronize()
         check(record, "bias_activation", "gelu+bias in place", dtype, shape, x, ref)
 
@@ -147,10 +148,10 @@ def test_skip_norm(torch, record, norm, variant, dtype):
         beta = randn(torch, gen, (h,), torch.float32, offset, scale=0.5) if has_beta else None
         bias = randn(torch, gen, (h,), torch.float32, offset, scale=0.5) if has_bias else None
         y, s = alloc(torch, shape, dt, offset), alloc(torch, shape, dt, offset) if has_sum else None
-        kernels.skip_norm(x, skip, gamma=gamma, beta=beta, bias=bias, norm=norm, epsilon=1e-5,
+        skip_norm.kernel(x, skip, gamma=gamma, beta=beta, bias=bias, norm=norm, epsilon=1e-5,
                           output_sum=has_sum, out=y, sum_out=s)
         torch.cuda.synchronize()
-        ry, rs = reference.skip_norm(
+        ry, rs = skip_norm.reference(
             f64(x), None if skip is None else f64(skip), gamma=f64(gamma), beta=None if beta is None else f64(beta),
             bias=None if bias is None else f64(bias), norm=norm, epsilon=1e-5, output_sum=True,
         )
@@ -168,10 +169,10 @@ def run_norm(torch, gen, norm, dt, shape, skip_shape, variant=-1, offset=0):
     gamma = randn(torch, gen, (h,), torch.float32, scale=0.5, shift=1.0)
     beta, bias = (randn(torch, gen, (h,), torch.float32, scale=0.5) for _ in range(2))
     y, s = alloc(torch, shape, dt, offset), alloc(torch, shape, dt, offset)
-    kernels.skip_norm(x, skip, gamma=gamma, beta=beta, bias=bias, norm=norm, epsilon=1e-5, output_sum=True,
+    skip_norm.kernel(x, skip, gamma=gamma, beta=beta, bias=bias, norm=norm, epsilon=1e-5, output_sum=True,
                       out=y, sum_out=s, variant=variant)
     torch.cuda.synchronize()
-    ry, rs = reference.skip_norm(f64(x), None if skip is None else np.broadcast_to(f64(skip), shape), gamma=f64(gamma), beta=f64(beta),
+    ry, rs = skip_norm.reference(f64(x), None if skip is None else np.broadcast_to(f64(skip), shape), gamma=f64(gamma), beta=f64(beta),
                                  bias=f64(bias), norm=norm, epsilon=1e-5, output_sum=True)
     return y, s, ry, rs
 
@@ -187,7 +188,7 @@ def test_skip_norm_every_variant(torch, record, norm, dtype):
     shapes = ((3, 7), (37, 768), (5, 1001), (3, 3072), (3, 4096), (2, 5121), (2, 8192), (2, 12289), (2, 16384),
               (1025, 4100))
     for (rows, h), skip in itertools.product(shapes, (True, False)):
-        for v in kernels.skip_norm_candidates(dtype, norm, skip, h):
+        for v in skip_norm.candidates(dtype, norm, skip, h):
             y, s, ry, rs = run_norm(torch, gen, norm, dt, (rows, h), (rows, h) if skip else None, variant=v)
             tag = f"{norm}:variant {v}{'' if skip else ' no skip'}"
             check(record, "skip_norm", tag, dtype, (rows, h), y, ry)
@@ -208,17 +209,17 @@ def test_skip_norm_io_weights(torch, norm, dtype):
         skip = randn(torch, gen, (rows, h), dt, offset) if skip_on else None
         g16, b16 = randn(torch, gen, (h,), dt, scale=0.5, shift=1.0), randn(torch, gen, (h,), dt, scale=0.5)
         g32, b32 = g16.float(), b16.float()
-        for v in kernels.skip_norm_candidates(dtype, norm, skip_on, h):
-            ref = kernels.skip_norm(x, skip, gamma=g32, beta=b32, norm=norm, output_sum=True, variant=v)
-            got = kernels.skip_norm(x, skip, gamma=g32, beta=b32, norm=norm, output_sum=True, variant=v,
+        for v in skip_norm.candidates(dtype, norm, skip_on, h):
+            ref = skip_norm.kernel(x, skip, gamma=g32, beta=b32, norm=norm, output_sum=True, variant=v)
+            got = skip_norm.kernel(x, skip, gamma=g32, beta=b32, norm=norm, output_sum=True, variant=v,
                                     gamma_io=g16, beta_io=b16)
-            rms = kernels.skip_norm(x, skip, gamma=g32, norm=norm, variant=v, gamma_io=g16)
-            ref_rms = kernels.skip_norm(x, skip, gamma=g32, norm=norm, variant=v)
+            rms = skip_norm.kernel(x, skip, gamma=g32, norm=norm, variant=v, gamma_io=g16)
+            ref_rms = skip_norm.kernel(x, skip, gamma=g32, norm=norm, variant=v)
             tag = f"{norm} {dtype} ({rows}, {h}) +{offset} variant {v}{' skip' if skip_on else ''}"
             assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1]), tag
             assert torch.equal(rms, ref_rms), tag + " without beta"
     with pytest.raises(ValueError, match="gamma_io"):  # a copy in another dtype
-        kernels.skip_norm(x, None, gamma=g32, norm=norm, gamma_io=g32)
+        skip_norm.kernel(x, None, gamma=g32, norm=norm, gamma_io=g32)
     torch.cuda.synchronize()
 
 
@@ -241,9 +242,9 @@ def test_gelu_relative_error_in_the_tail(torch, record):
     """Where GELU's output is tiny (x < 0) its FP32 result must be right relative to itself, not only
     to max(|ref|, 1): the previous erf approximation was 1% off at x = -8."""
     x = torch.linspace(-13.0, 0.0, 65536, device="cuda", dtype=torch.float64).float()
-    y = kernels.bias_activation(x.view(1, -1), None, "gelu")
+    y = bias_activation.kernel(x.view(1, -1), None, "gelu")
     torch.cuda.synchronize()
-    ref = reference.bias_activation(f64(x).reshape(1, -1), None, "gelu")
+    ref = bias_activation.reference(f64(x).reshape(1, -1), None, "gelu")
     got = f64(y)
     nz = np.abs(ref) > 1e-30  # erfc(z) itself stays a normal FP32 number
     # exp(-z^2) magnifies the FP32 rounding of z = x / sqrt 2 (6e-8 relative) to ~1.2e-7 * z^2 relative
@@ -261,9 +262,9 @@ def test_gelu_relative_error_in_the_tail(torch, record):
 def test_bad_arguments_return_errors(torch):
     x = torch.randn(4, 8, device="cuda")
     with pytest.raises(kernels.KernelError, match="CUDA error"):
-        kernels.raw_skip_norm("float32", x.data_ptr(), 0, 0, 0, 0, x.data_ptr(), 0, 4, 8, 1e-5, "layer")
+        skip_norm.raw_kernel("float32", x.data_ptr(), 0, 0, 0, 0, x.data_ptr(), 0, 4, 8, 1e-5, "layer")
     with pytest.raises(kernels.KernelError, match="CUDA error"):
-        kernels.raw_bias_activation("float32", x.data_ptr(), 0, x.data_ptr(), 4, 0, "relu")
+        bias_activation.raw_kernel("float32", x.data_ptr(), 0, x.data_ptr(), 4, 0, "relu")
     lib = kernels.load()
     assert lib.trtp_bias_activation(5, x.data_ptr(), None, x.data_ptr(), 4, 8, 1, None) != 0  # bad dtype
     assert lib.trtp_bias_activation(0, x.data_ptr(), None, x.data_ptr(), 4, 8, 99, None) != 0  # bad act
@@ -272,7 +273,7 @@ def test_bad_arguments_return_errors(torch):
     assert lib.trtp_skip_norm(0, x.data_ptr(), None, None, x.data_ptr(), None, x.data_ptr(), None, 4, 8,
                               1e-5, 0, -3, -1, None, None, None) != 0  # negative skip rows
     for garbage in (-7, 15, 63, 127, 1000):  # an unknown variant falls back to the chosen one
-        kernels.raw_skip_norm("float32", x.data_ptr(), 0, 0, x.data_ptr(), 0, x.data_ptr(), 0, 4, 8, 1e-5,
+        skip_norm.raw_kernel("float32", x.data_ptr(), 0, 0, x.data_ptr(), 0, x.data_ptr(), 0, 4, 8, 1e-5,
                               "layer", variant=garbage)
-    kernels.raw_bias_activation("float32", 0, 0, 0, 0, 8, "relu")  # rows == 0: nothing to do
+    bias_activation.raw_kernel("float32", 0, 0, 0, 0, 8, "relu")  # rows == 0: nothing to do
     torch.cuda.synchronize()

@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from plugin_harness import FLOAT, HALF  # noqa: E402
 
-from trtplugins import kernels  # noqa: E402
+from trtplugins.ops import bias_activation, skip_norm as skip_norm_op  # noqa: E402
 
 MB = 1 << 20
 
@@ -52,7 +52,7 @@ def enqueue(p, dtype_id, inputs, out, stream):
 
 def bare_skip_norm(torch, x, skip, w):
     gamma, beta, bias = (torch.from_numpy(a).to(x.device) for a in w)
-    return kernels.skip_norm(x, skip, gamma=gamma, beta=beta, bias=bias, norm="layer", epsilon=1e-5)
+    return skip_norm_op.kernel(x, skip, gamma=gamma, beta=beta, bias=bias, norm="layer", epsilon=1e-5)
 
 
 def test_this_gpu_is_supported(h, torch):
@@ -72,7 +72,7 @@ def test_8_threads_8_streams_cloned_plugins(h, torch):
     xs = [torch.randn(rows, hidden, generator=g).half().cuda() for _ in range(threads)]
     skips = [torch.randn(rows, hidden, generator=g).half().cuda() for _ in range(threads)]
     want_sn = [bare_skip_norm(torch, x, s, w) for x, s in zip(xs, skips)]
-    want_ba = [kernels.bias_activation(x, torch.from_numpy(bias).cuda(), "gelu") for x in xs]
+    want_ba = [bias_activation.kernel(x, torch.from_numpy(bias).cuda(), "gelu") for x in xs]
     torch.cuda.synchronize()
     clones = [(sn.attach(), ba.attach()) for _ in range(threads)]  # per context, as TensorRT makes them (V3 attachToContext)
     launches, failures = [0] * threads, []

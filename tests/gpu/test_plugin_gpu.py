@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from plugin_harness import BF16, FLOAT, HALF, INT32  # noqa: E402
 
-from trtplugins import kernels, reference  # noqa: E402
+from trtplugins.ops import bias_activation, registry, skip_norm  # noqa: E402
 
 TRT_TYPE = {"float32": FLOAT, "float16": HALF, "bfloat16": BF16}
 # Tolerance vs the float64 reference, relative to max(|ref|, 1): FP32 arithmetic
@@ -66,9 +66,9 @@ def test_bias_activation_plugin(h, torch, record, dtype, activation, shape):
     bias = np.random.default_rng(2).standard_normal(hidden).astype(np.float32)
     p = h.create_from("BiasActivation", activation=activation, bias=bias)
     (y,) = run_plugin(torch, p, dtype, [x], 1)
-    bare = kernels.bias_activation(x, torch.from_numpy(bias).cuda(), activation)
+    bare = bias_activation.kernel(x, torch.from_numpy(bias).cuda(), activation)
     assert torch.equal(y, bare), "plugin enqueue and bare kernel differ"
-    err = check_close(as_np(y), reference.bias_activation(as_np(x), bias, activation), dtype)
+    err = check_close(as_np(y), bias_activation.reference(as_np(x), bias, activation), dtype)
     record("plugin:BiasActivation", f"trt{h.major}-v{h.api}:{activation}", dtype, shape, err, err / TOL[dtype])
 
 
@@ -88,11 +88,11 @@ def test_skip_norm_plugin(h, torch, record, dtype, norm, with_skip, output_sum, 
     p = h.create_from("SkipNorm", norm=norm, gamma=gamma, beta=beta, bias=bias, epsilon=1e-5, output_sum=int(output_sum))
     outs = run_plugin(torch, p, dtype, inputs, 2 if output_sum else 1)
     cu = lambda a: torch.from_numpy(a).cuda()
-    bare = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), bias=cu(bias),
+    bare = skip_norm.kernel(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), bias=cu(bias),
                              norm=norm, epsilon=1e-5, output_sum=output_sum)
     bare = bare if isinstance(bare, tuple) else (bare,)
     assert all(torch.equal(a, b) for a, b in zip(outs, bare)), "plugin enqueue and bare kernel differ"
-    ref = reference.skip_norm(as_np(x), as_np(skip) if with_skip else None, gamma=gamma, beta=beta, bias=bias,
+    ref = skip_norm.reference(as_np(x), as_np(skip) if with_skip else None, gamma=gamma, beta=beta, bias=bias,
                               norm=norm, epsilon=1e-5, output_sum=output_sum)
     ref = ref if isinstance(ref, tuple) else (ref,)
     err = max(check_close(as_np(o), r, dtype) for o, r in zip(outs, ref))
@@ -113,10 +113,10 @@ def test_skip_norm_plugin_exact_16bit_weights(h, torch, dtype, norm, with_skip):
     p = h.create_from("SkipNorm", norm=norm, gamma=gamma, beta=beta, epsilon=1e-5)
     (y,) = run_plugin(torch, p, dtype, inputs, 1)
     cu = lambda a: torch.from_numpy(a).cuda()
-    v = kernels.skip_norm_variant(dtype, norm, with_skip, 4096, io_weights=True, rows=shape[0])  # the plugin's
-    bare = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
+    v = skip_norm.variant(dtype, norm, with_skip, 4096, io_weights=True, rows=shape[0])  # the plugin's
+    bare = skip_norm.kernel(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
                              variant=v)
-    io = kernels.skip_norm(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
+    io = skip_norm.kernel(x, skip if with_skip else None, gamma=cu(gamma), beta=cu(beta), norm=norm, epsilon=1e-5,
                            gamma_io=cu(gamma).to(x.dtype), beta_io=cu(beta).to(x.dtype))
     assert torch.equal(y, bare) and torch.equal(io, bare), "16-bit weights changed the output"
 
@@ -136,9 +136,9 @@ def test_skip_norm_plugin_broadcast_skip(h, torch, record, dtype):
                    torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
     assert rc == 0
-    by, bs = kernels.skip_norm(x, skip, gamma=torch.from_numpy(gamma).cuda(), norm="layer", epsilon=1e-5, output_sum=True)
+    by, bs = skip_norm.kernel(x, skip, gamma=torch.from_numpy(gamma).cuda(), norm="layer", epsilon=1e-5, output_sum=True)
     assert torch.equal(y, by) and torch.equal(s, bs), "plugin enqueue and bare kernel differ"
-    ry, rs = reference.skip_norm(as_np(x), np.broadcast_to(as_np(skip), x.shape), gamma=gamma, norm="layer",
+    ry, rs = skip_norm.reference(as_np(x), np.broadcast_to(as_np(skip), x.shape), gamma=gamma, norm="layer",
                                  epsilon=1e-5, output_sum=True)
     err = max(check_close(as_np(y), ry, dtype), check_close(as_np(s), rs, dtype))
     record("plugin:SkipNorm", f"trt{h.major}-v{h.api}:layer+broadcast skip+sum", dtype, (3, 7, 64), err, err / TOL[dtype])
@@ -191,9 +191,9 @@ def test_legacy_gelu_plugin(h, torch, record, dtype):
     bias = np.random.default_rng(9).standard_normal(768).astype(np.float32)
     p = h.create_from("CustomGeluPluginDynamic", type_id=int(dtype == "float16"), bias=bias)
     (y,) = run_plugin(torch, p, dtype, [x], 1)
-    bare = kernels.bias_activation(x.view(14, 768), torch.from_numpy(bias).cuda(), "gelu_tanh").view(shape)
+    bare = bias_activation.kernel(x.view(14, 768), torch.from_numpy(bias).cuda(), "gelu_tanh").view(shape)
     assert torch.equal(y, bare), "plugin enqueue and bare kernel differ"
-    ref = reference.run("CustomGeluPluginDynamic", [as_np(x)], {"type_id": 0, "bias": bias})[0]
+    ref = registry.run_reference("CustomGeluPluginDynamic", [as_np(x)], {"type_id": 0, "bias": bias})[0]
     err = check_close(as_np(y), ref, dtype)
     record("plugin:CustomGeluPluginDynamic", f"trt{h.major}-v{h.api}", dtype, shape, err, err / TOL[dtype])
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_plugin_concurrency import bare_skip_norm, enqueue, ready, skip_norm  # noqa: E402
 
 from plugin_harness import HALF  # noqa: E402
-from trtplugins import reference  # noqa: E402
+from trtplugins.ops import skip_norm as skip_norm_op  # noqa: E402
 
 HIDDEN, ROWS, ITERS = 4096, 256, 400
 
@@ -47,7 +47,7 @@ def inputs(torch, device, seed):
 def check_reference(torch, out, x, skip, w):
     """Against the float64 numpy reference, at the FP16 tolerance of tests/gpu/test_kernels.py."""
     gamma, beta, bias = w
-    ref = reference.skip_norm(x.double().cpu().numpy(), skip.double().cpu().numpy(), gamma=gamma, beta=beta,
+    ref = skip_norm_op.reference(x.double().cpu().numpy(), skip.double().cpu().numpy(), gamma=gamma, beta=beta,
                               bias=bias, norm="layer", epsilon=1e-5)
     got = out.double().cpu().numpy()
     scale = max(float(np.abs(ref).max()), 1.0)

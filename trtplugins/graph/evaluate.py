@@ -3,7 +3,7 @@ other node by ONNX Runtime.
 
 The topologically sorted graph is cut into runs of standard nodes; each run becomes its
 own ONNX Runtime session (built once per Evaluator), and each plugin node between them
-is computed by trtplugins.reference.run."""
+is computed by trtplugins.ops.registry.run_reference."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .. import ops, reference
+from .. import ops
+from ..ops.registry import run_reference
 from .io import tensor_array
 
 
@@ -22,7 +23,7 @@ def _is_plugin(node: onnx.NodeProto) -> bool:
 
 
 def plugin_attrs(node: onnx.NodeProto) -> dict[str, Any]:
-    """A plugin node's attributes as reference.run takes them (weights as arrays)."""
+    """A plugin node's attributes as run_reference takes them (weights as arrays)."""
     out: dict[str, Any] = {}
     for a in node.attribute:
         v = onnx.helper.get_attribute_value(a)
@@ -98,7 +99,7 @@ class Evaluator:
         for index, (kind, item) in enumerate(self.steps):
             if kind == "plugin":
                 inputs = [env[i] if i in env else tensor_array(self.weights[i]) for i in item.input]
-                for name, value in zip(item.output, reference.run(item.op_type, inputs, plugin_attrs(item))):
+                for name, value in zip(item.output, run_reference(item.op_type, inputs, plugin_attrs(item))):
                     env[name] = value
                 continue
             sess, names, outs = self._session(index, item, env)

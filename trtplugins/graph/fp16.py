@@ -76,7 +76,7 @@ def _fp16_slots(node: onnx.NodeProto, opset: int) -> tuple[set[int], set[int]] |
 
 def convert_fp16(model: onnx.ModelProto, keep_io_types: bool = True) -> onnx.ModelProto:
     """Return an FP16 copy of an FP32 model (plugin nodes included). Never mutates model."""
-    from .io import opset as model_opset
+    from .opset import opset as model_opset
 
     opset = model_opset(model)
     try:

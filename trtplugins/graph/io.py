@@ -23,8 +23,8 @@ import onnx
 from onnx import external_data_helper, numpy_helper
 
 from .errors import GraphError
+from .repair import repaired
 
-MIN_OPSET = 13
 #: a model whose weights (inline + external) reach this is handled as a large model
 LARGE_MODEL_BYTES = 2**31 - 2**26
 #: tensors up to this size are loaded even in a large model (the patterns read them)
@@ -32,24 +32,6 @@ SMALL_TENSOR_BYTES = 1 << 20
 
 _workspace: Path | None = None
 _copies: dict[str, str] = {}  # user's data file -> its name in the workspace
-
-
-def opset(model: onnx.ModelProto) -> int:
-    for imp in model.opset_import:
-        if imp.domain in ("", "ai.onnx"):
-            return int(imp.version)
-    raise GraphError("model imports no default-domain (ai.onnx) opset")
-
-
-def check_supported(model: onnx.ModelProto) -> None:
-    """Raise GraphError for an opset or input rank the graph tools do not handle."""
-    version, newest = opset(model), onnx.defs.onnx_opset_version()
-    if not MIN_OPSET <= version <= newest:
-        raise GraphError(f"unsupported opset {version}: supported {MIN_OPSET}..{newest} (re-export or convert with onnx.version_converter)")
-    weights = {t.name for t in model.graph.initializer}
-    for inp in model.graph.input:
-        if inp.name not in weights and inp.type.HasField("tensor_type") and not inp.type.tensor_type.HasField("shape"):
-            raise GraphError(f"graph input {inp.name!r} has dynamic rank; export it with a fixed rank (dims may be dynamic)")
 
 
 def workspace() -> Path:
@@ -146,8 +128,7 @@ def load_model(path: str | Path) -> onnx.ModelProto:
             external_data_helper.load_external_data_for_model(model, str(path.parent))
     except (OSError, ValueError, KeyError) as e:
         raise GraphError(f"{path}: external data could not be read: {e}") from None
-    from .repair import repaired  # what ONNX Runtime runs is accepted; substitute() says what it changed
-
+    # what ONNX Runtime runs is accepted; substitute() says what it changed
     try:
         with in_workspace(model):
             repaired(model)

@@ -16,7 +16,7 @@ import onnx
 from onnx import version_converter
 
 from .errors import GraphError
-from .io import MIN_OPSET, check_supported, opset
+from .opset import MIN_OPSET, check_supported, opset
 
 CONTRIB = "com.microsoft"
 LAYER_NORM_OPSET = 17

@@ -14,8 +14,9 @@ import onnx_graphsurgeon as gs
 from .. import ops as plugin_ops
 from . import shapes as shape_info
 from .errors import GraphError
-from .match import Ctx, Skip, close, producer, producer_op, reduce_last_axis, scalar
-from .patterns import Match, select
+from ..fusion.match import Ctx, Skip, close, producer, producer_op, reduce_last_axis, scalar
+from ..fusion.pattern import Match
+from ..ops.registry import select
 from .repair import repaired
 
 
@@ -191,7 +192,7 @@ def substitute(model: onnx.ModelProto, ops: str | list[str] | None = None,
     """Replace fusable subgraphs with plugin nodes. Never mutates model.
 
     ops: None for the default policy, else pattern names / plugin names / "default" / "all"
-    (see patterns.select), one name as a string or a list; a pattern named explicitly is
+    (see ops.registry.select), one name as a string or a list; a pattern named explicitly is
     replaced wherever it matches.
     plugin_api: "v3" (plugin_version "2", IPluginV3: TensorRT 10+, and all TensorRT-RTX imports)
     or "v2" (plugin_version "1", IPluginV2DynamicExt: engines built before V3 existed)."""

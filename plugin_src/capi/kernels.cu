@@ -1,0 +1,103 @@
+// The bare kernels' own entry points (kernels.h).
+#include "kernels.h"
+
+#include <cuda_runtime.h>
+
+#include "../ops/bias_activation/bias_activation.h"
+#include "../ops/gated_activation/gated_activation.h"
+#include "../ops/group_norm/group_norm.h"
+#include "../ops/skip_norm/skip_norm.h"
+
+
+namespace {
+__global__ void emptyKernel() {}
+} // namespace
+
+TRTP_API int trtp_bias_activation(int dtype, const void* x, const float* bias, void* y, long long rows,
+                                  long long hidden, int act, void* stream) {
+    return int(trtp::launchBiasActivation(trtp::DType(dtype), x, bias, y, rows, hidden, trtp::Activation(act),
+                                          static_cast<cudaStream_t>(stream)));
+}
+
+TRTP_API int trtp_gated_activation(int dtype, const void* x, const void* x2, const float* gate_bias,
+                                   const float* linear_bias, void* y, long long rows, long long width, int act,
+                                   int gate, void* stream) {
+    trtp::GatedActivationArgs a;
+    a.x = x, a.x2 = x2, a.gateBias = gate_bias, a.linearBias = linear_bias, a.y = y;
+    a.rows = rows, a.width = width, a.act = trtp::Activation(act), a.gate = trtp::GateOperand(gate);
+    return int(trtp::launchGatedActivation(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
+}
+
+TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const float* bias, const float* gamma,
+                            const float* beta, void* y, void* sum, long long rows, long long hidden, float epsilon,
+                            int norm, long long skip_rows, int variant, const void* gamma_io, const void* beta_io,
+                            void* stream) {
+    trtp::SkipNormArgs a;
+    a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
+    a.gammaIo = gamma_io, a.betaIo = beta_io;
+    a.rows = rows, a.hidden = hidden, a.epsilon = epsilon, a.norm = trtp::Norm(norm);
+    a.skipRows = skip_rows, a.variant = a.smallVariant = variant; // a variant >= 0 is forced for any rows
+    return int(trtp::launchSkipNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
+}
+
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, long long rows) {
+    const bool small = rows >= 0 && hidden >= 1 && trtp::skipNormSmall(rows, hidden);
+    return trtp::skipNormVariant(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0, small);
+}
+
+TRTP_API long long trtp_skip_norm_small_elems() { return trtp::kSkipNormSmallElems; }
+
+TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long hidden, int* out, int cap) {
+    return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, out, cap);
+}
+
+TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int skip_mode, const float* bias,
+                             const float* gamma, const float* beta, void* y, void* sum, void* workspace,
+                             size_t workspace_size, long long n, long long channels, long long spatial, long long groups,
+                             float epsilon, int act, long long plan_chunks, long long plan_chunk_len, int plan_cluster,
+                             long long* ran, void* stream) {
+    trtp::GroupNormArgs a;
+    a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
+    a.workspace = workspace, a.workspaceSize = workspace_size;
+    a.n = n, a.channels = channels, a.spatial = spatial, a.groups = groups, a.epsilon = epsilon;
+    a.skipMode = trtp::GroupNormSkip(skip_mode), a.act = trtp::GroupNormAct(act);
+    a.plan.chunks = plan_chunks, a.plan.chunkLen = plan_chunk_len, a.plan.cluster = plan_cluster != 0;
+    if (plan_chunks == 0 && groups > 0 && channels % groups == 0)
+        a.plan = trtp::groupNormConfigure(trtp::DType(dtype), n, groups, channels / groups * spatial, a.skipMode);
+    else if (a.plan.cluster)
+        trtp::groupNormDevice(); // what a configure does first: the cluster kernels' attributes on this GPU
+    trtp::GroupNormPlan done;
+    const cudaError_t e = trtp::launchGroupNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream), &done);
+    if (ran) ran[0] = done.chunks, ran[1] = done.chunkLen, ran[2] = done.cluster;
+    return int(e);
+}
+
+TRTP_API void trtp_group_norm_plan(int dtype, long long n, long long groups, long long group_size, int skip_mode,
+                                   const int* device, long long* chunks, long long* chunk_len, int* cluster) {
+    trtp::GroupNormDevice d;
+    if (device) d.sms = device[0], d.smemPerSm = device[1], d.smemPerBlock = device[2], d.maxCluster = device[3];
+    const trtp::GroupNormPlan p =
+        trtp::groupNormPlan(trtp::DType(dtype), n, groups, group_size, trtp::GroupNormSkip(skip_mode), d);
+    *chunks = p.chunks, *chunk_len = p.chunkLen, *cluster = p.cluster;
+}
+
+TRTP_API void trtp_group_norm_configure(int dtype, long long n, long long groups, long long group_size, int skip_mode,
+                                        long long* chunks, long long* chunk_len, int* cluster) {
+    const trtp::GroupNormPlan p =
+        trtp::groupNormConfigure(trtp::DType(dtype), n, groups, group_size, trtp::GroupNormSkip(skip_mode));
+    *chunks = p.chunks, *chunk_len = p.chunkLen, *cluster = p.cluster;
+}
+
+TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_block, int* max_cluster) {
+    const trtp::GroupNormDevice d = trtp::groupNormDevice();
+    *sms = d.sms, *smem_per_sm = d.smemPerSm, *smem_per_block = d.smemPerBlock, *max_cluster = d.maxCluster;
+}
+
+TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups) { return trtp::groupNormWorkspaceSize(n, groups); }
+
+TRTP_API const char* trtp_error_string(int code) { return cudaGetErrorString(cudaError_t(code)); }
+
+TRTP_API int trtp_empty_launch(void* stream) {
+    emptyKernel<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>();
+    return int(cudaGetLastError());
+}

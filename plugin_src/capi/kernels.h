@@ -1,0 +1,59 @@
+// The bare kernels' own entry points (device pointers in, no op fields): the launches the tests
+// compare bit for bit and the benchmark times, with what only they force (a SkipNorm variant, a
+// GroupNorm plan) and what they ask (variants, plans, the device, workspace sizes). Each returns the
+// cudaError_t value (0 = success). Any op by its fields: capi/run.h.
+#pragma once
+#include <cstddef>
+
+#ifndef TRTP_API
+#define TRTP_API extern "C" __attribute__((visibility("default")))
+#endif
+
+TRTP_API int trtp_bias_activation(int dtype, const void* x, const float* bias, void* y, long long rows, long long hidden,
+                                  int act, void* stream);
+
+// x2 nullptr: x holds both operands as the halves of its last dim (rows x 2 width).
+TRTP_API int trtp_gated_activation(int dtype, const void* x, const void* x2, const float* gate_bias,
+                                   const float* linear_bias, void* y, long long rows, long long width, int act, int gate,
+                                   void* stream);
+
+TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const float* bias, const float* gamma,
+                            const float* beta, void* y, void* sum, long long rows, long long hidden, float epsilon,
+                            int norm, long long skip_rows, int variant, const void* gamma_io, const void* beta_io,
+                            void* stream);
+
+// The variant a plugin's launch of `rows` rows runs for (dtype, norm, skip input, hidden); rows < 0: a
+// large launch; -1 for hidden < 1.
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, long long rows);
+
+TRTP_API long long trtp_skip_norm_small_elems();
+
+TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long hidden, int* out, int cap);
+
+// plan_chunks / plan_chunk_len / plan_cluster: a plan to force (GroupNormPlan; chunks 0: the plugin's,
+// groupNormConfigure on the current GPU). ran (3 values, may be null): the plan that ran.
+TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int skip_mode, const float* bias,
+                             const float* gamma, const float* beta, void* y, void* sum, void* workspace,
+                             size_t workspace_size, long long n, long long channels, long long spatial, long long groups,
+                             float epsilon, int act, long long plan_chunks, long long plan_chunk_len, int plan_cluster,
+                             long long* ran, void* stream);
+
+// groupNormPlan for a GPU described by `device` (sms, smem_per_sm, smem_per_block, max_cluster, as
+// trtp_group_norm_device gives them; null: no clusters, the two launches), without a CUDA call:
+// chunks per group, elements per chunk, cluster (0 or 1).
+TRTP_API void trtp_group_norm_plan(int dtype, long long n, long long groups, long long group_size, int skip_mode,
+                                   const int* device, long long* chunks, long long* chunk_len, int* cluster);
+
+// The plan a plugin picks when configured on the current GPU (groupNormConfigure).
+TRTP_API void trtp_group_norm_configure(int dtype, long long n, long long groups, long long group_size, int skip_mode,
+                                        long long* chunks, long long* chunk_len, int* cluster);
+
+// What the cluster path knows about the current GPU (GroupNormDevice): max_cluster 0 = no clusters.
+TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_block, int* max_cluster);
+
+TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups);
+
+TRTP_API const char* trtp_error_string(int code);
+
+// One launch of an empty kernel: the latency floor the benchmark compares small launches with.
+TRTP_API int trtp_empty_launch(void* stream);

@@ -1,0 +1,7 @@
+#include "all_ops.h"
+
+namespace trtp {
+
+std::string schemaJson() { return schemaJson(AllOps::schemas(), kV2Version, kV3Version); }
+
+} // namespace trtp

@@ -1,0 +1,446 @@
+"""GroupNorm: s = x (+ bias[c]) (+ skip); y = act(GroupNorm(s) * gamma + beta) over x = N, C,
+spatial... (rank >= 3); outputs y and, with output_sum, s.
+
+Its numpy reference, its ONNX patterns and its kernel binding. The subgraphs replaced (each as the
+exporters write torch.nn.GroupNorm), where s = x, or x -> Add(bias [C, 1, ...]) and/or Add(skip) -> s
+with skip like x or [N, C, 1, ...] (a UNet's time embedding), and a SiLU after folded in
+(Sigmoid + Mul: `activation` silu); s is the second output where others read it:
+
+    group_norm_instance  s -> Reshape[N, G, -1] -> InstanceNormalization(ones, zeros)
+                           -> Reshape back -> Mul(gamma [C,1,1]) -> Add(beta) -> y
+    group_norm           s -> Reshape[N, G, -1] -> (the layer_norm chain, last axis)
+                           -> Reshape back -> Mul(gamma) -> Add(beta) -> y
+    group_norm_op        s -> GroupNormalization(num_groups) -> y     (opset 21; 18 converted)
+
+Replaced by default even as one op: TensorRT's GroupNormalization is wrong at num_groups = 1 on
+10.16 (NVIDIA/TensorRT#4756) and its plugin needs cuDNN.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import onnx_graphsurgeon as gs
+
+from .. import kernels
+from ..fusion.match import Skip, const, guard, need, producer_op, product, split_const
+from ..fusion.pattern import ONNX_EPSILON, Match, Pattern
+from ..reference import activation, check_vec, f64
+from . import GROUP_NORM, spec
+from .skip_norm import LayerNorm
+
+#: the default epsilon (the declaration's, from schema.json)
+EPSILON = spec(GROUP_NORM).field("epsilon").default
+
+#: fields and input shapes of one instance (tests, docs)
+EXAMPLE = ({"num_groups": 4, "gamma": np.linspace(0.5, 1.5, 32, dtype=np.float32),
+            "bias": np.linspace(-1, 1, 32, dtype=np.float32), "activation": "silu"}, [(2, 32, 6, 6), (2, 32, 6, 6)])
+
+# --- reference ------------------------------------------------------------------------------
+
+
+def reference(
+    x: np.ndarray,
+    skip: np.ndarray | None = None,
+    *,
+    num_groups: int,
+    gamma: np.ndarray,
+    beta: np.ndarray | None = None,
+    bias: np.ndarray | None = None,
+    activation_name: str = "none",
+    epsilon: float = EPSILON,
+    output_sum: bool = False,
+):
+    """s = x (+ bias[c]) (+ skip); y = act((s - mean_g) / sqrt(var_g + eps) * gamma[c] + beta[c]).
+
+    x is N, C, spatial... (rank >= 3); a group is C / num_groups channels of one sample. skip has
+    x's shape or [N, C, 1, ...] (one value per sample and channel). Returns y, or (y, s) with output_sum.
+    """
+    x = np.asarray(x)
+    if x.ndim < 3:
+        raise ValueError(f"x has shape {x.shape}; expected N, C, spatial... (rank >= 3)")
+    n, c = x.shape[:2]
+    if num_groups < 1 or c % num_groups:
+        raise ValueError(f"{c} channels are not divisible by num_groups {num_groups}")
+    for name, v in (("gamma", gamma), ("beta", beta), ("bias", bias)):
+        check_vec(name, None if v is None else np.asarray(v), c)
+    chan = (1, c) + (1,) * (x.ndim - 2)
+    s = x.astype(np.float64)
+    if bias is not None:
+        s = s + f64(bias).reshape(chan)
+    if skip is not None:
+        skip = np.asarray(skip)
+        if skip.shape != x.shape and skip.shape != (n, c) + (1,) * (x.ndim - 2):
+            raise ValueError(f"skip shape {skip.shape} is neither x's {x.shape} nor [N, C, 1, ...]")
+        s = s + f64(skip)
+    g = s.reshape(n, num_groups, c // num_groups * int(np.prod(x.shape[2:])))
+    centered = g - g.mean(axis=-1, keepdims=True)
+    y = (centered / np.sqrt((centered**2).mean(axis=-1, keepdims=True) + epsilon)).reshape(x.shape)
+    y = y * f64(gamma).reshape(chan)
+    if beta is not None:
+        y = y + f64(beta).reshape(chan)
+    if activation_name == "silu":
+        y = activation("silu", y)
+    elif activation_name != "none":
+        raise ValueError(f"unknown GroupNorm activation {activation_name!r}; expected none or silu")
+    y = y.astype(x.dtype)
+    return (y, s.astype(x.dtype)) if output_sum else y
+
+
+def node_reference(inputs: Sequence[np.ndarray | None], attrs: dict[str, Any]) -> list[np.ndarray]:
+    out = reference(inputs[0], inputs[1] if len(inputs) > 1 else None, num_groups=int(attrs["num_groups"]),
+                    gamma=attrs["gamma"], beta=attrs.get("beta"), bias=attrs.get("bias"),
+                    activation_name=attrs.get("activation", "none"), epsilon=float(attrs.get("epsilon", EPSILON)),
+                    output_sum=bool(int(attrs.get("output_sum", 0))))
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+# --- patterns -------------------------------------------------------------------------------
+
+class GroupNormPattern(Pattern):
+    """y = act(GN(s) * gamma + beta), s = x (+ bias) (+ skip) -> GroupNorm."""
+
+    plugin = GROUP_NORM
+    #: replaced by default even as one op: TensorRT's GroupNormalization is wrong at num_groups = 1
+    #: on 10.16 (NVIDIA/TensorRT#4756) and its plugin needs cuDNN
+    single_op = True
+    variant_head = "group"
+
+    def core(self, node: gs.Node, ctx) -> tuple[gs.Tensor, gs.Tensor, list[gs.Node], int, Any, Any, float]:
+        """(s, y, nodes, num_groups, gamma [C] or None, beta [C] or None, epsilon)."""
+        raise NotImplementedError
+
+    def match(self, node: gs.Node, ctx) -> Match:
+        s, y, nodes, groups, gamma, beta, eps = self.core(node, ctx)
+        s = ctx.source(s)
+        dims = ctx.dims(s)
+        guard(dims is not None and len(dims) >= 3, f"input {s.name!r} is not N, C, spatial... with known rank")
+        c = dims[1]
+        guard(isinstance(c, int) and c > 0, f"channel count (dim 1 of {s.name!r}) is not static")
+        guard(groups >= 1 and c % groups == 0, f"{c} channels are not divisible by {groups} groups")
+        guard(eps > 0, f"epsilon {eps} is not > 0")
+        attrs: dict[str, Any] = {
+            "num_groups": int(groups),
+            "epsilon": float(eps),
+            "gamma": np.ones(c, np.float32) if gamma is None else ctx.vector(gamma, c, "gamma"),
+        }
+        if beta is not None:
+            attrs["beta"] = ctx.vector(beta, c, "beta")
+        m = Match(self, node, nodes, [s], [y], attrs)
+        self._fold_silu(m, ctx)
+        self._fold_adds(m, s, c, ctx)
+        m.attrs["output_sum"] = int("sum" in m.parts)
+        return m
+
+    @staticmethod
+    def _fold_silu(m: Match, ctx) -> None:
+        y = m.outputs[0]
+        sig = next((n for n in ctx.uses(y) if n.op == "Sigmoid"), None)
+        if sig is None or y.name in ctx.outputs or len(ctx.uses(y)) != 2:
+            return
+        try:
+            out, climbed = product(ctx, sig.outputs[0], y, 1.0)
+        except Skip:
+            return
+        if not ctx.private(y, [sig] + climbed):
+            return
+        m.nodes += [sig] + climbed
+        m.outputs = [out]
+        m.attrs["activation"] = "silu"
+        m.parts.append("silu")
+
+    @staticmethod
+    def _per_channel(v: np.ndarray | None, c: int, rank: int) -> bool:
+        """A constant that adds one value per channel to an N, C, spatial... tensor."""
+        if v is None or v.size != c or v.dtype.kind != "f" or v.ndim > rank:
+            return False
+        shape = [1] * (rank - v.ndim) + list(v.shape)
+        return shape[1] == c and all(d == 1 for i, d in enumerate(shape) if i != 1)
+
+    def _fold_adds(self, m: Match, s: gs.Tensor, c: int, ctx) -> None:
+        """Fold the Adds computing s: at most one per-channel constant (bias) and one variable
+        Add (skip like s, or [N, C, 1, ...]), in either order."""
+        rank, cur, skip, folded = ctx.rank(s), s, None, []
+        for _ in range(2):
+            add = producer_op(cur, "Add")
+            if add is None or len(add.inputs) != 2 or (cur is not s and not ctx.private(cur, m.nodes + folded)):
+                break
+            pair = split_const(add)
+            if pair is not None:
+                if "bias" in m.attrs or not self._per_channel(pair[1], c, rank) or not ctx.same_shape(pair[0], cur):
+                    break
+                m.attrs["bias"] = pair[1].reshape(-1).astype(np.float32)
+                m.parts.append("bias")
+                nxt = pair[0]
+            elif skip is None:
+                found = self._skip_of(add, cur, c, ctx)
+                if found is None:
+                    m.parts.append("no-skip(broadcast Add)")
+                    break
+                nxt, skip, kind = found
+                m.parts.append(kind)
+            else:
+                break
+            folded.insert(0, add)
+            cur = ctx.source(nxt)
+        if not folded:
+            return
+        m.nodes = folded + m.nodes
+        m.inputs = [cur] + ([skip] if skip is not None else [])
+        if not ctx.private(s, m.nodes):  # others read the sum: second output
+            m.outputs.append(s)
+            m.parts.append("sum")
+
+    @staticmethod
+    def _skip_of(add: gs.Node, s: gs.Tensor, c: int, ctx) -> tuple[gs.Tensor, gs.Tensor, str] | None:
+        """(x, skip, kind) of a variable Add: skip like s, or [N, C, 1, ...] (a time embedding)."""
+        ds = ctx.dims(s)
+        for x, skip in (add.inputs, list(reversed(add.inputs))):
+            if not ctx.same_shape(x, s):
+                continue
+            if ctx.same_shape(skip, s):
+                return x, skip, "skip"
+            dk = ctx.dims(skip)
+            if (dk is not None and len(dk) == len(ds) and dk[0] == ds[0] and (isinstance(dk[0], int) or dk[0])
+                    and dk[1] == c and all(d == 1 for d in dk[2:])):
+                return x, skip, "skip(per-channel)"
+        return None
+
+
+def _group_reshape(ctx, t: gs.Tensor) -> tuple[gs.Tensor, int, gs.Node]:
+    """t = Reshape(x, [0 or N, G, -1 or C/G * spatial]) of an N, C, spatial... x: (x, G, node)."""
+    r = producer_op(ctx.source(t), "Reshape")
+    need(r is not None, f"{t.name!r} is not a Reshape")
+    shape = const(r.inputs[1])
+    need(shape is not None and shape.size == 3, "not a Reshape to [N, G, -1]")
+    x = r.inputs[0]
+    dx = ctx.dims(x)
+    need(dx is not None and len(dx) >= 3 and isinstance(dx[1], int), "the reshaped tensor is not N, C, spatial...")
+    g = int(shape.reshape(-1)[1])
+    need(g >= 1 and dx[1] % g == 0, f"Reshape to {shape.tolist()}: not [N, G, -1] with G dividing C = {dx[1]}")
+    first, last = int(shape.reshape(-1)[0]), int(shape.reshape(-1)[2])
+    need(first in (0, dx[0]) or (first == -1 and last != -1), f"Reshape to {shape.tolist()} moves the batch")
+    if last != -1:
+        spatial = [d for d in dx[2:]]
+        need(all(isinstance(d, int) for d in spatial) and last == dx[1] // g * int(np.prod(spatial)),
+             f"Reshape to {shape.tolist()} is not [N, G, C/G * spatial]")
+    return x, g, r
+
+
+def _reshape_back(ctx, y: gs.Tensor, x: gs.Tensor, nodes: list[gs.Node]) -> tuple[gs.Tensor, list[gs.Node]]:
+    """The Reshape of the normalized [N, G, L] back to x's shape (Shape(x) or x's static dims)."""
+    back = ctx.consumer(y, "Reshape")
+    target = back.inputs[1]
+    shape_node = producer_op(target, "Shape")
+    if shape_node is not None and ctx.source(shape_node.inputs[0]) is ctx.source(x) and not shape_node.attrs.get("start") \
+            and shape_node.attrs.get("end") is None:
+        need(ctx.private(target, [back]), "the Shape of x is used elsewhere")
+        return back.outputs[0], nodes + [shape_node, back]
+    v = const(target)
+    dx = ctx.dims(x)
+    need(v is not None and dx is not None and all(isinstance(d, int) for d in dx) and v.reshape(-1).tolist() == dx
+         or ctx.same_shape(back.outputs[0], x), "the normalized groups are not reshaped back to x's shape")
+    return back.outputs[0], nodes + [back]
+
+
+def _affine_channels(ctx, y: gs.Tensor, nodes: list[gs.Node], c: int):
+    """Mul gamma [C, 1, ...] then Add beta after y (each optional): (y, nodes, gamma, beta)."""
+    gamma = beta = None
+    rank = ctx.rank(y)
+    for op in ("Mul", "Add"):
+        try:
+            n = ctx.consumer(y, op)
+        except Skip:
+            continue
+        other = ctx.other(n, y)
+        v = const(other)
+        if v is None or rank is None or not GroupNormPattern._per_channel(v, c, rank):
+            continue
+        if op == "Mul":
+            gamma = v.reshape(-1)
+        else:
+            beta = v.reshape(-1)
+        nodes = nodes + [n]
+        y = n.outputs[0]
+        if op == "Add":
+            break
+    return y, nodes, gamma, beta
+
+
+class GroupNormInstance(GroupNormPattern):
+    name, anchors = "group_norm_instance", ("InstanceNormalization",)
+
+    def core(self, inst, ctx):
+        x, g, reshape = _group_reshape(ctx, inst.inputs[0])
+        need(ctx.private(inst.inputs[0], [inst]), "the grouped view is used elsewhere")
+        scale, bias = const(inst.inputs[1]), const(inst.inputs[2])
+        guard(scale is not None and scale.size == g and np.all(scale == 1.0), "InstanceNormalization scale is not ones")
+        guard(bias is not None and bias.size == g and np.all(bias == 0.0), "InstanceNormalization bias is not zeros")
+        y, nodes = _reshape_back(ctx, inst.outputs[0], x, [reshape, inst])
+        y, nodes, gamma, beta = _affine_channels(ctx, y, nodes, ctx.dims(x)[1])
+        return x, y, nodes, g, gamma, beta, float(inst.attrs.get("epsilon", ONNX_EPSILON))
+
+
+class GroupNormDecomposed(GroupNormPattern):
+    name, anchors = "group_norm", ("ReduceMean",)
+
+    def core(self, mean, ctx):
+        grouped, y, nodes, gamma, beta, eps = LayerNorm().core(mean, ctx)
+        need(gamma is None and beta is None, "an affine over the grouped view")
+        x, g, reshape = _group_reshape(ctx, grouped)
+        need(ctx.private(grouped, nodes), "the grouped view is used elsewhere")
+        y, nodes = _reshape_back(ctx, y, x, [reshape] + nodes)
+        y, nodes, gamma, beta = _affine_channels(ctx, y, nodes, ctx.dims(x)[1])
+        return x, y, nodes, g, gamma, beta, eps
+
+
+class GroupNormOp(GroupNormPattern):
+    name, anchors = "group_norm_op", ("GroupNormalization",)
+
+    def core(self, node, ctx):
+        x = node.inputs[0]
+        dx = ctx.dims(x)
+        guard(dx is not None and len(dx) >= 3 and isinstance(dx[1], int), f"input {x.name!r} is not N, C, spatial... with static C")
+        c, g = dx[1], int(node.attrs["num_groups"])
+        guard(g >= 1 and c % g == 0, f"{c} channels are not divisible by num_groups {g}")
+        scale, bias = const(node.inputs[1]), const(node.inputs[2])
+        guard(scale is not None and bias is not None, "scale or bias is not a constant")
+        guard(int(node.attrs.get("stash_type", 1)) == 1, "stash_type is not float32")
+        if scale.size == g and g != c:  # an opset-18 op (per group), which onnx.version_converter keeps as it is
+            scale, bias = np.repeat(scale.reshape(-1), c // g), np.repeat(bias.reshape(-1), c // g)
+        return x, node.outputs[0], [node], g, scale, bias, float(node.attrs.get("epsilon", ONNX_EPSILON))
+
+
+PATTERNS = (GroupNormOp(), GroupNormInstance(), GroupNormDecomposed())
+
+
+# --- kernel binding -------------------------------------------------------------------------
+
+ACTIVATION_IDS = spec(GROUP_NORM).enum_ids("activation")
+
+
+def skip_mode_id(mode: str | int) -> int:
+    """How a skip input is added: "none", "full" (like x) or "per_channel" ([N, C, 1, ...])."""
+    return kernels.lookup(kernels.enums()["group_norm_skip"], mode, "skip mode")
+
+
+def raw_kernel(dtype, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int, sum_out: int,
+                   workspace: int, workspace_size: int, n: int, channels: int, spatial: int, groups: int,
+                   epsilon: float, activation, stream: int = 0, plan: tuple = (0, 0, False)) -> tuple[int, int, bool]:
+    """Launches GroupNorm; returns the plan that ran (chunks, chunk_len, cluster). plan: one to force,
+    (chunks, chunk_len) or (chunks, chunk_len, cluster); chunks 0: the plugin's (plan)."""
+    chunks, chunk_len, cluster = _plan3(plan)
+    ran = (ctypes.c_longlong * 3)()
+    code = kernels.load().trtp_group_norm(
+        kernels.dtype_id(dtype), x, skip or None, skip_mode_id(skip_mode),
+        bias or None, gamma, beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels,
+        spatial, groups, epsilon, kernels.lookup(ACTIVATION_IDS, activation, "activation"), chunks, chunk_len,
+        int(cluster), ran, stream or None,
+    )
+    kernels.check(code, "group_norm")
+    return ran[0], ran[1], bool(ran[2])
+
+
+def _plan3(plan: tuple) -> tuple[int, int, bool]:
+    if len(plan) not in (2, 3):
+        raise ValueError(f"plan must be (chunks, chunk_len) or (chunks, chunk_len, cluster); got {plan!r}")
+    return int(plan[0]), int(plan[1]), bool(plan[2]) if len(plan) == 3 else False
+
+
+DEVICE_KEYS = ("sms", "smem_per_sm", "smem_per_block", "max_cluster")  # GroupNormDevice
+
+
+def plan(n: int, groups: int, group_size: int, dtype="float32", skip_mode="none",
+                    device: bool | dict = True) -> tuple[int, int, bool]:
+    """(chunks per group, elements per chunk, cluster): the plan the plugin picks when configured.
+    device True: on the current GPU; False: the two-launch plan (the same everywhere); a dict like
+    device()'s: on such a GPU, without a CUDA call. cluster True: one launch, each group's
+    chunks one thread-block cluster (sm_90+)."""
+    chunks, chunk_len, cluster = ctypes.c_longlong(), ctypes.c_longlong(), ctypes.c_int()
+    head = (kernels.dtype_id(dtype), n, groups, group_size, skip_mode_id(skip_mode))
+    outs = (ctypes.byref(chunks), ctypes.byref(chunk_len), ctypes.byref(cluster))
+    if device is True:
+        kernels.load().trtp_group_norm_configure(*head, *outs)
+    else:
+        desc = (ctypes.c_int * 4)(*(device[k] for k in DEVICE_KEYS)) if device else None
+        kernels.load().trtp_group_norm_plan(*head, desc, *outs)
+    return chunks.value, chunk_len.value, bool(cluster.value)
+
+
+def candidates(n: int, groups: int, group_size: int, dtype="float32", skip_mode="none") -> list[tuple]:
+    """Every plan worth forcing on the current GPU (benchmark sweeps, tests): the two launches, then
+    one launch with clusters of 1, 2, 4, 8, 16 CTAs whose chunks fit its shared memory (none below sm_90)."""
+    plans = [plan(n, groups, group_size, dtype, skip_mode, device=False)]
+    dev = device()
+    per_elem = (4 if kernels.dtype_id(dtype) == kernels.dtype_id("float32") else 2) * (2 if skip_mode == "full" else 1)
+    for size in (1, 2, 4, 8, 16):
+        chunk_len = math.ceil(math.ceil(group_size / size) / 256) * 256  # a multiple of 256, as the plugin's
+        if size <= dev["max_cluster"] and chunk_len * per_elem <= dev["smem_per_block"]:
+            plans.append((math.ceil(group_size / chunk_len), chunk_len, True))
+    return list(dict.fromkeys(plans))
+
+
+def device() -> dict[str, int]:
+    """What the GroupNorm cluster path knows about the current GPU; max_cluster 0: no clusters
+    (below sm_90, or the build has no sm_90+ image)."""
+    vals = [ctypes.c_int() for _ in DEVICE_KEYS]
+    kernels.load().trtp_group_norm_device(*(ctypes.byref(v) for v in vals))
+    return dict(zip(DEVICE_KEYS, (v.value for v in vals)))
+
+
+def workspace_size(n: int, groups: int) -> int:
+    """Workspace bytes the plugin asks for with batch n (covers every smaller shape)."""
+    return kernels.load().trtp_group_norm_workspace(n, groups)
+
+
+def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activation: str = "none",
+               epsilon: float = EPSILON, output_sum: bool = False, out=None, sum_out=None, workspace=None,
+               plan: tuple | None = None, return_plan: bool = False):
+    """s = x (+ bias[c]) (+ skip); y = act(GroupNorm(s) * gamma + beta) over x = N, C, spatial...
+    Returns y, or (y, s) with output_sum; with return_plan, (that, the plan that ran). skip: like x
+    or [N, C, 1, ...]. workspace: a CUDA uint8 tensor of at least workspace_size(N, num_groups)
+    bytes (allocated when None). plan: (chunks, chunk_len[, cluster]) to force (None: the plugin's,
+    plan on this GPU, looked up once per shape)."""
+    import torch
+
+    if x.dim() < 3:
+        raise ValueError(f"x must be N, C, spatial... (rank >= 3); got {tuple(x.shape)}")
+    n, c = x.shape[0], x.shape[1]
+    spatial = x.numel() // (n * c) if n * c else 0
+    y = torch.empty_like(x) if out is None else out
+    s = (torch.empty_like(x) if sum_out is None else sum_out) if output_sum else None
+    skip_ptr, mode = 0, "none"
+    if skip is not None:
+        if skip.shape == x.shape:
+            skip_ptr, mode = kernels.data(skip, "skip", x), "full"
+        elif tuple(skip.shape) == (n, c) + (1,) * (x.dim() - 2) and skip.dtype == x.dtype:
+            skip_ptr, mode = kernels.data(skip, "skip"), "per_channel"
+        else:
+            raise ValueError(f"skip {tuple(skip.shape)} must be like x {tuple(x.shape)} or [N, C, 1, ...]")
+    size = workspace_size(max(n, 1), num_groups)
+    if workspace is None:
+        workspace = torch.empty(size, dtype=torch.uint8, device=x.device)
+    dtype = kernels.dtype_name(x)
+    with torch.cuda.device(x.device):
+        if plan is None:
+            plan = (0, 0, False)
+            if n * c * spatial and num_groups > 0 and c % num_groups == 0:
+                plan = _device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
+        ran = raw_kernel(
+            dtype, kernels.data(x, "x"), skip_ptr, mode, kernels.weight(bias, "bias", c),
+            kernels.weight(gamma, "gamma", c), kernels.weight(beta, "beta", c), kernels.data(y, "out", x),
+            0 if s is None else kernels.data(s, "sum_out", x), workspace.data_ptr(), workspace.numel(), n, c, spatial,
+            num_groups, float(epsilon), activation, kernels.stream_of(x), plan,
+        )
+    result = (y, s) if output_sum else y
+    return (result, ran) if return_plan else result
+
+
+@functools.lru_cache(maxsize=256)
+def _device_plan(device: int, dtype: str, n: int, groups: int, group_size: int, skip_mode: str):
+    """plan on `device` (the current one when called), once per shape."""
+    return plan(n, groups, group_size, dtype, skip_mode)
