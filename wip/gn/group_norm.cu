@@ -38,6 +38,7 @@ constexpr int kThreads = 512;
 constexpr int64_t kMinUnitsBytes = 16384;   // a CTA gets at least this many bytes of x
 constexpr int64_t kTwoLaunchCtas = 528;     // ~4 CTAs per SM on an H100/H200
 constexpr int64_t kStaticSmem = 1024;       // the kernel's static shared memory, rounded up
+constexpr int64_t kTwoLaunchSmem = 48 * 1024 - kStaticSmem; // without the opt-in
 constexpr int64_t kMaxOffset = int64_t(1) << 31; // 32-bit element offsets inside a group / shared memory
 
 // n / d for 0 <= n < 2^31 (Granlund-Montgomery, as PyTorch's IntDivider).
@@ -65,6 +66,7 @@ template <class T> struct Gn {
     FastDiv spatialDiv;          // channels-first: an element's channel in its group
     int32_t spatial, cpg, channels, cstride, groups;
     int32_t packs, rows;         // channels-last: packs per pixel, pixels per CTA step
+    int32_t maxPieces;           // segments a CTA's range meets, at most
     float eps, invCount;         // invCount: 1 / elements per group
     GroupNormSkip skipMode;
     GroupNormAct act;
@@ -163,15 +165,94 @@ __device__ __forceinline__ void waitStaged() {
     __syncthreads();
 }
 
-// A CTA's view: its range, the staged tail and the shared arrays.
+// A CTA's view: its range, the staged tail, its pieces (the segments it meets) and the shared arrays.
 template <class T> struct Cta {
-    int64_t u0, u1, rs; // range [u0, u1); units >= rs are staged
-    const T* sx;        // staged x (unit rs at sx[0])
-    const T* sk;        // staged full skip
-    float* red;         // channels-last: rows x cstride floats, then 5 x groups
+    int64_t u0, u1, rs;   // range [u0, u1); units >= rs are staged
+    int64_t first;        // first segment met
+    int32_t pieces;       // segments met
+    const T* sx;          // staged x (unit rs at sx[0])
+    const T* sk;          // staged full skip
+    float* red;           // channels-last: rows x cstride floats (per-channel sums)
+    float* shift;         // pieces x width: K of each piece (and group)
+    float* mean;          // pieces x width
+    float* rstd;          // pieces x width
     float (*red2)[32];
-    float* stats;       // channels-first: mean, rstd of the current piece
+    template <class A> __device__ __forceinline__ int64_t begin(const A& a, int32_t p) const {
+        const int64_t b = (first + p) * a.segLen;
+        return b > u0 ? b : u0;
+    }
+    template <class A> __device__ __forceinline__ int64_t end(const A& a, int32_t p) const {
+        const int64_t e = (first + p + 1) * a.segLen;
+        return e < u1 ? e : u1;
+    }
 };
+
+// The per-channel part of s at channel c of sample n: bias + a per-channel skip.
+template <bool CL, class T> __device__ __forceinline__ float channelAdd(const Gn<T>& a, int64_t n, int32_t c) {
+    float v = a.bias ? __ldg(a.bias + c) : 0.f;
+    if (a.skipMode == GroupNormSkip::kPerChannel) v += toFloat(a.skip[n * (CL ? a.cstride : a.channels) + c]);
+    return v;
+}
+
+// K of segment s (and group g channels-last): the s value of the group's first element.
+template <bool CL, class T> __device__ __forceinline__ float shiftOf(const Gn<T>& a, int64_t s, int32_t g) {
+    const int64_t n = CL ? s : s / a.groups;
+    const int32_t c = (CL ? g : int32_t(s - n * a.groups)) * a.cpg;
+    const int64_t o = CL ? n * a.segLen * a.cstride + c : s * a.segLen;
+    float k = toFloat(a.x[o]) + channelAdd<CL>(a, n, c);
+    if (a.skipMode == GroupNormSkip::kFull) k += toFloat(a.skip[o]);
+    return k;
+}
+
+// Every piece's K, loaded at once (the loads overlap the staging); the owner of a segment's first unit
+// also writes it to the workspace (for a second launch).
+template <bool CL, class T> __device__ __forceinline__ void loadShifts(const Gn<T>& a, const Cta<T>& t) {
+    const int32_t width = CL ? a.groups : 1;
+    for (int32_t i = threadIdx.x; i < t.pieces * width; i += kThreads) {
+        const int32_t p = i / width, g = i - p * width;
+        const int64_t s = t.first + p;
+        const float k = shiftOf<CL>(a, s, g);
+        t.shift[i] = k;
+        if (t.begin(a, p) == s * a.segLen) a.shifts[s * width + g] = k;
+    }
+    __syncthreads();
+}
+
+// Every piece's mean and rstd from the partials of the CTAs that share its segment, in a fixed order:
+// kTP threads of one warp per (piece, group), each summing every kTP-th CTA, then a shuffle tree.
+constexpr int kTP = 16;
+template <bool CL, class T> __device__ __forceinline__ void gatherStats(const Gn<T>& a, const Cta<T>& t, bool fused) {
+    const int32_t width = CL ? a.groups : 1, targets = t.pieces * width;
+    const int32_t sub = threadIdx.x % kTP;
+    for (int32_t k0 = 0; k0 < targets; k0 += kThreads / kTP) {
+        const int32_t k = k0 + int32_t(threadIdx.x) / kTP;
+        float s1 = 0.f, s2 = 0.f, shift = 0.f;
+        if (k < targets) {
+            const int32_t p = k / width, g = k - p * width;
+            const int64_t s = t.first + p;
+            if (!fused) shift = a.shifts[s * width + g];
+            const int64_t j0 = s * a.segLen / a.per, j1 = ((s + 1) * a.segLen - 1) / a.per;
+#pragma unroll 4
+            for (int64_t j = j0 + sub; j <= j1; j += kTP) {
+                const float2 v = a.slots[(j + s) * width + g];
+                s1 += v.x, s2 += v.y;
+            }
+        }
+#pragma unroll
+        for (int o = kTP / 2; o > 0; o >>= 1) {
+            s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+            s2 += __shfl_xor_sync(0xffffffffu, s2, o);
+        }
+        if (k < targets && sub == 0) {
+            const float d = s1 * a.invCount;
+            float var = s2 * a.invCount - d * d;
+            var = var < 0.f ? 0.f : var; // keeps NaN
+            t.mean[k] = (fused ? t.shift[k] : shift) + d;
+            t.rstd[k] = rsqrtf(var + a.eps);
+        }
+    }
+    __syncthreads();
+}
 
 // ---- channels-first -------------------------------------------------------------------------------
 
@@ -179,12 +260,6 @@ template <class T> struct Cta {
 struct Piece {
     int64_t s, e0, e1;
 };
-
-template <class T> __device__ __forceinline__ float cfAdd(const Gn<T>& a, int64_t n, int32_t c) {
-    float v = a.bias ? __ldg(a.bias + c) : 0.f;
-    if (a.skipMode == GroupNormSkip::kPerChannel) v += toFloat(a.skip[n * a.channels + c]);
-    return v;
-}
 
 // Calls f(s values, channel, element offset) for this thread's packs of elements [e0, e1) of group s,
 // read from src (S: shared memory holding unit `base` at xs[0], or global), U packs in flight.
@@ -216,7 +291,7 @@ __device__ __forceinline__ void cfWalk(const Gn<T>& a, const T* xs, const T* ks,
                 for (int e = 0; e < VEC; ++e) v[e] += k[e];
             }
             const int32_t c = c0 + int32_t(a.spatialDiv.div(uint32_t(o - gs)));
-            const float add = cfAdd(a, n, c);
+            const float add = channelAdd<false>(a, n, c);
 #pragma unroll
             for (int e = 0; e < VEC; ++e) v[e] += add;
             f(v, c, o);
@@ -224,73 +299,54 @@ __device__ __forceinline__ void cfWalk(const Gn<T>& a, const T* xs, const T* ks,
     }
 }
 
-template <class T> __device__ __forceinline__ float cfShift(const Gn<T>& a, int64_t s) {
-    const int64_t n = s / a.groups, gs = s * a.segLen;
-    float k = toFloat(a.x[gs]) + cfAdd(a, n, int32_t(s - n * a.groups) * a.cpg);
-    if (a.skipMode == GroupNormSkip::kFull) k += toFloat(a.skip[gs]);
-    return k;
+// Calls f on the streamed part of a piece (global, read as S) and on its staged part (shared memory).
+template <Src S, class T, int VEC, class F>
+__device__ __forceinline__ void cfEach(const Gn<T>& a, const Cta<T>& t, const Piece& p, bool sharedFirst, F&& f) {
+    const Piece global{p.s, p.e0, p.e1 < t.rs ? p.e1 : t.rs}, shared{p.s, p.e0 > t.rs ? p.e0 : t.rs, p.e1};
+    if (!sharedFirst && global.e0 < global.e1) cfWalk<S, 4, T, VEC>(a, a.x, a.skip, 0, global, f);
+    if (shared.e0 < shared.e1) cfWalk<Src::kShared, 2, T, VEC>(a, t.sx, t.sk, t.rs, shared, f);
+    if (sharedFirst && global.e0 < global.e1) cfWalk<S, 4, T, VEC>(a, a.x, a.skip, 0, global, f);
 }
 
-template <class T, int VEC> __device__ void cfStats(const Gn<T>& a, const Cta<T>& t, bool& staged) {
-    const int64_t first = t.u0 / a.segLen, last = (t.u1 - 1) / a.segLen;
-    for (int64_t s = first; s <= last; ++s) {
-        const Piece p{s, t.u0 > s * a.segLen ? t.u0 : s * a.segLen, t.u1 < (s + 1) * a.segLen ? t.u1 : (s + 1) * a.segLen};
-        const float k = cfShift(a, s);
-        if (threadIdx.x == 0 && p.e0 == s * a.segLen) a.shifts[s] = k;
+template <class T, int VEC> __device__ void cfStats(const Gn<T>& a, const Cta<T>& t) {
+    for (int32_t p = 0; p < t.pieces; ++p) {
+        const float k = t.shift[p];
         float s1 = 0.f, s2 = 0.f;
-        const auto acc = [&](const float (&v)[VEC], int32_t, int64_t) {
+        cfEach<Src::kKeep, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, false,
+                                   [&](const float (&v)[VEC], int32_t, int64_t) {
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                const float d = v[e] - k;
-                s1 += d;
-                s2 = fmaf(d, d, s2);
-            }
-        };
-        if (p.e0 < t.rs) cfWalk<Src::kKeep, 4, T, VEC>(a, a.x, a.skip, 0, {s, p.e0, p.e1 < t.rs ? p.e1 : t.rs}, acc);
-        if (p.e1 > t.rs) {
-            if (!staged) waitStaged(), staged = true;
-            cfWalk<Src::kShared, 2, T, VEC>(a, t.sx, t.sk, t.rs, {s, p.e0 > t.rs ? p.e0 : t.rs, p.e1}, acc);
-        }
+                                       for (int e = 0; e < VEC; ++e) {
+                                           const float d = v[e] - k;
+                                           s1 += d;
+                                           s2 = fmaf(d, d, s2);
+                                       }
+                                   });
         const float2 r = blockSum2(s1, s2, t.red2);
-        if (threadIdx.x == 0) a.slots[blockIdx.x + s] = r;
+        if (threadIdx.x == 0) a.slots[blockIdx.x + t.first + p] = r;
     }
 }
 
 template <class T, int VEC> __device__ void cfNorm(const Gn<T>& a, const Cta<T>& t) {
-    const int64_t first = t.u0 / a.segLen, last = (t.u1 - 1) / a.segLen;
-    for (int64_t s = last; s >= first; --s) {
-        const Piece p{s, t.u0 > s * a.segLen ? t.u0 : s * a.segLen, t.u1 < (s + 1) * a.segLen ? t.u1 : (s + 1) * a.segLen};
-        // The group's partials, CTAs j0..j1 in order (every CTA of the group merges them alike).
-        const int64_t j0 = s * a.segLen / a.per, j1 = ((s + 1) * a.segLen - 1) / a.per;
-        float s1 = 0.f, s2 = 0.f;
-        for (int64_t j = j0 + threadIdx.x; j <= j1; j += kThreads) {
-            const float2 v = a.slots[j + s];
-            s1 += v.x, s2 += v.y;
-        }
-        const float2 r = blockSum2(s1, s2, t.red2);
-        const float d = r.x * a.invCount;
-        float var = r.y * a.invCount - d * d;
-        var = var < 0.f ? 0.f : var; // keeps NaN
-        const float mean = a.shifts[s] + d, rstd = rsqrtf(var + a.eps);
-        const auto out = [&](const float (&v)[VEC], int32_t c, int64_t o) {
-            const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
-            if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
-            float w[VEC];
+    for (int32_t p = t.pieces - 1; p >= 0; --p) {
+        const float mean = t.mean[p], rstd = t.rstd[p];
+        cfEach<Src::kLast, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
+                                   [&](const float (&v)[VEC], int32_t c, int64_t o) {
+                                       const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
+                                       if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
+                                       float w[VEC];
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                w[e] = fmaf(v[e] - mean, sc, sh);
-                if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
-            }
-            storeFloats<T, VEC>(a.y + o, w);
-        };
-        if (p.e1 > t.rs) cfWalk<Src::kShared, 2, T, VEC>(a, t.sx, t.sk, t.rs, {s, p.e0 > t.rs ? p.e0 : t.rs, p.e1}, out);
-        if (p.e0 < t.rs) cfWalk<Src::kLast, 4, T, VEC>(a, a.x, a.skip, 0, {s, p.e0, p.e1 < t.rs ? p.e1 : t.rs}, out);
+                                       for (int e = 0; e < VEC; ++e) {
+                                           w[e] = fmaf(v[e] - mean, sc, sh);
+                                           if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
+                                       }
+                                       storeFloats<T, VEC>(a.y + o, w);
+                                   });
     }
 }
 
 // ---- channels-last --------------------------------------------------------------------------------
 
-// This thread's channels: pack `px` of every `rows`-th pixel from `r`; idle threads (r >= rows) hold none.
+// This thread's channels: pack `c / VEC` of every `rows`-th pixel from `r`; idle threads (r >= rows) hold none.
 template <int VEC> struct Lane {
     int32_t r, c;   // pixel row, first channel
     bool active;
@@ -304,21 +360,11 @@ template <int VEC> struct Lane {
         for (int e = 0; e < VEC; ++e)
             if (c + e < a.channels) valid |= 1u << e;
     }
+    __device__ __forceinline__ bool ok(int e) const { return valid >> e & 1; }
 };
 
-// Per channel of this lane: bias + the per-channel skip of sample n (0 in the pad).
-template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a, const Lane<VEC>& l, int64_t n, float (&add)[VEC]) {
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-        add[e] = 0.f;
-        if (!(l.valid >> e & 1)) continue;
-        if (a.bias) add[e] = __ldg(a.bias + l.c + e);
-        if (a.skipMode == GroupNormSkip::kPerChannel) add[e] += toFloat(a.skip[n * a.cstride + l.c + e]);
-    }
-}
-
 // Calls f(s values, element offset) for this lane's packs of pixels [p0, p1) (flat pixel indices),
-// from src as cfWalk.
+// from src as cfWalk; add: the per-channel part of s.
 template <Src S, int U, class T, int VEC, class F>
 __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const T* xs, const T* ks, int64_t base, int64_t p0,
                                        int64_t p1, const float (&add)[VEC], F&& f) {
@@ -354,7 +400,21 @@ __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const
     }
 }
 
-// Sums t.red[rr * cstride + c] over the rows and the channels of each group into out[g] (a warp per group).
+template <Src S, class T, int VEC, class F>
+__device__ __forceinline__ void clEach(const Gn<T>& a, const Cta<T>& t, const Lane<VEC>& l, int64_t p0, int64_t p1,
+                                       const float (&add)[VEC], bool sharedFirst, F&& f) {
+    const int64_t g1 = p1 < t.rs ? p1 : t.rs, s0 = p0 > t.rs ? p0 : t.rs;
+    if (!sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, add, f);
+    if (s0 < p1) clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, s0, p1, add, f);
+    if (sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, add, f);
+}
+
+template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a, const Lane<VEC>& l, int64_t n, float (&add)[VEC]) {
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) add[e] = l.ok(e) ? channelAdd<true>(a, n, l.c + e) : 0.f;
+}
+
+// Sums red[rr * cstride + c] over the rows and the channels of each group into out[g] (a warp per group).
 template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, const float* red, float* out) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kThreads / 32;
     const int32_t terms = a.cpg * a.rows;
@@ -369,44 +429,27 @@ template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, c
     }
 }
 
-template <class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>& t, bool& staged) {
+template <class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>& t) {
     const Lane<VEC> l(a);
-    float* shift = t.red + int64_t(a.rows) * a.cstride; // groups floats each: shift, sum d, sum d^2
-    float* g1 = shift + a.groups;
-    float* g2 = g1 + a.groups;
-    const int64_t first = t.u0 / a.spatial, last = (t.u1 - 1) / a.spatial;
-    for (int64_t n = first; n <= last; ++n) {
-        const int64_t p0 = t.u0 > n * a.spatial ? t.u0 : n * a.spatial, p1 = t.u1 < (n + 1) * a.spatial ? t.u1 : (n + 1) * a.spatial;
-        // K of each group: its first channel at the sample's first pixel.
-        for (int32_t g = threadIdx.x; g < a.groups; g += kThreads) {
-            const int64_t o = n * a.spatial * a.cstride + g * a.cpg, c = g * a.cpg;
-            float k = toFloat(a.x[o]) + (a.bias ? __ldg(a.bias + c) : 0.f);
-            if (a.skipMode == GroupNormSkip::kFull) k += toFloat(a.skip[o]);
-            if (a.skipMode == GroupNormSkip::kPerChannel) k += toFloat(a.skip[n * a.cstride + c]);
-            shift[g] = k;
-            if (p0 == n * a.spatial) a.shifts[n * a.groups + g] = k;
-        }
-        __syncthreads();
+    float* g1 = t.mean; // the group sums, before mean / rstd hold anything
+    float* g2 = t.rstd;
+    for (int32_t p = 0; p < t.pieces; ++p) {
+        const int64_t n = t.first + p;
         float add[VEC], k[VEC], s1[VEC], s2[VEC];
         clAdd(a, l, n, add);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            k[e] = l.valid >> e & 1 ? shift[(l.c + e) / a.cpg] : 0.f;
+            k[e] = l.ok(e) ? t.shift[p * a.groups + (l.c + e) / a.cpg] : 0.f;
             s1[e] = s2[e] = 0.f;
         }
-        const auto acc = [&](const float (&v)[VEC], int64_t) {
+        clEach<Src::kKeep, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), add, false, [&](const float (&v)[VEC], int64_t) {
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
-                const float d = l.valid >> e & 1 ? v[e] - k[e] : 0.f;
+                const float d = l.ok(e) ? v[e] - k[e] : 0.f;
                 s1[e] += d;
                 s2[e] = fmaf(d, d, s2[e]);
             }
-        };
-        if (p0 < t.rs) clWalk<Src::kKeep, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, p1 < t.rs ? p1 : t.rs, add, acc);
-        if (p1 > t.rs) {
-            if (!staged) waitStaged(), staged = true;
-            clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, p0 > t.rs ? p0 : t.rs, p1, add, acc);
-        }
+        });
         // Per channel over the rows, then per group over its channels: through t.red, s1 then s2.
         for (int pass = 0; pass < 2; ++pass) {
             if (l.active)
@@ -423,60 +466,37 @@ template <class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>
 
 template <class T, int VEC> __device__ void clNorm(const Gn<T>& a, const Cta<T>& t) {
     const Lane<VEC> l(a);
-    float* mean = t.red + int64_t(a.rows) * a.cstride;
-    float* rstd = mean + a.groups;
-    const int64_t first = t.u0 / a.spatial, last = (t.u1 - 1) / a.spatial;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kThreads / 32;
-    for (int64_t n = last; n >= first; --n) {
-        const int64_t p0 = t.u0 > n * a.spatial ? t.u0 : n * a.spatial, p1 = t.u1 < (n + 1) * a.spatial ? t.u1 : (n + 1) * a.spatial;
-        // Each group's partials over the sample's CTAs j0..j1, in order (a warp per group).
-        const int64_t j0 = n * a.spatial / a.per, j1 = ((n + 1) * a.spatial - 1) / a.per;
-        for (int32_t g = warp; g < a.groups; g += nw) {
-            float s1 = 0.f, s2 = 0.f;
-            for (int64_t j = j0 + lane; j <= j1; j += 32) {
-                const float2 v = a.slots[(j + n) * a.groups + g];
-                s1 += v.x, s2 += v.y;
-            }
-            s1 = warpSum(s1);
-            s2 = warpSum(s2);
-            if (lane == 0) {
-                const float d = s1 * a.invCount;
-                float var = s2 * a.invCount - d * d;
-                var = var < 0.f ? 0.f : var; // keeps NaN
-                mean[g] = a.shifts[n * a.groups + g] + d;
-                rstd[g] = rsqrtf(var + a.eps);
-            }
-        }
-        __syncthreads();
+    for (int32_t p = t.pieces - 1; p >= 0; --p) {
         float add[VEC], m[VEC], sc[VEC], sh[VEC];
-        clAdd(a, l, n, add);
+        clAdd(a, l, t.first + p, add);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            const bool ok = l.valid >> e & 1;
-            const int32_t g = ok ? (l.c + e) / a.cpg : 0;
-            m[e] = ok ? mean[g] : 0.f;
-            sc[e] = ok ? rstd[g] * __ldg(a.gamma + l.c + e) : 0.f;
-            sh[e] = ok && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
+            const int32_t i = p * a.groups + (l.ok(e) ? (l.c + e) / a.cpg : 0);
+            m[e] = l.ok(e) ? t.mean[i] : 0.f;
+            sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
+            sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
         }
-        const auto out = [&](const float (&v)[VEC], int64_t o) {
+        clEach<Src::kLast, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), add, true, [&](const float (&v)[VEC], int64_t o) {
             float w[VEC], s[VEC];
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
-                const bool ok = l.valid >> e & 1;
-                s[e] = ok ? v[e] : 0.f; // the pad is written as zero
-                w[e] = ok ? fmaf(v[e] - m[e], sc[e], sh[e]) : 0.f;
+                s[e] = l.ok(e) ? v[e] : 0.f; // the pad is written as zero
+                w[e] = l.ok(e) ? fmaf(v[e] - m[e], sc[e], sh[e]) : 0.f;
                 if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
             }
             if (a.sum) storeFloats<T, VEC>(a.sum + o, s);
             storeFloats<T, VEC>(a.y + o, w);
-        };
-        if (p1 > t.rs) clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, p0 > t.rs ? p0 : t.rs, p1, add, out);
-        if (p0 < t.rs) clWalk<Src::kLast, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, p1 < t.rs ? p1 : t.rs, add, out);
-        __syncthreads(); // mean / rstd of this sample read by every thread
+        });
     }
 }
 
 // ---- the kernel -----------------------------------------------------------------------------------
+
+// Shared memory besides the staged units (floats): channels-last's per-channel sums, then K, mean and
+// rstd of every piece (and group).
+__host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int64_t cstride, int64_t pieces, int64_t width) {
+    return (cl ? rows * cstride : 0) + 3 * pieces * width;
+}
 
 template <class T, int VEC, GroupNormLayout L>
 __global__ void __launch_bounds__(kThreads, 1) groupNormKernel(Gn<T> a) {
@@ -484,27 +504,35 @@ __global__ void __launch_bounds__(kThreads, 1) groupNormKernel(Gn<T> a) {
     __shared__ float red2[2][32];
     constexpr bool kCl = L == GroupNormLayout::kChannelsLast;
     const int64_t ue = kCl ? a.cstride : 1; // elements per unit
+    const int32_t width = kCl ? a.groups : 1;
     Cta<T> t;
     t.u0 = int64_t(blockIdx.x) * a.per;
     t.u1 = t.u0 + a.per < a.units ? t.u0 + a.per : a.units;
     t.rs = t.u1 - a.resident > t.u0 ? t.u1 - a.resident : t.u0;
+    t.first = t.u0 / a.segLen;
+    t.pieces = int32_t((t.u1 - 1) / a.segLen - t.first + 1);
+    const int64_t slot = (a.resident * ue + 7) / 8 * 8; // staged elements per copy, 16-byte aligned
     T* sx = reinterpret_cast<T*>(smem);
-    const int64_t stagedElems = (t.u1 - t.rs) * ue;
-    T* sk = sx + (a.resident * ue + 7) / 8 * 8; // 16-byte aligned
+    T* sk = sx + slot;
     t.sx = sx, t.sk = sk, t.red2 = red2;
-    t.red = reinterpret_cast<float*>(a.skipMode == GroupNormSkip::kFull ? sk + (a.resident * ue + 7) / 8 * 8 : sk);
-    bool staged = t.rs == t.u1;
+    t.red = reinterpret_cast<float*>(a.skipMode == GroupNormSkip::kFull ? sk + slot : sk);
+    t.shift = t.red + (kCl ? int64_t(a.rows) * a.cstride : 0);
+    t.mean = t.shift + int64_t(a.maxPieces) * width;
+    t.rstd = t.mean + int64_t(a.maxPieces) * width;
     if (a.stats) {
-        if (!staged) {
-            stage<T, VEC>(sx, a.x + t.rs * ue, int32_t(stagedElems));
-            if (a.skipMode == GroupNormSkip::kFull) stage<T, VEC>(sk, a.skip + t.rs * ue, int32_t(stagedElems));
+        const int32_t staged = int32_t((t.u1 - t.rs) * ue);
+        if (staged) {
+            stage<T, VEC>(sx, a.x + t.rs * ue, staged);
+            if (a.skipMode == GroupNormSkip::kFull) stage<T, VEC>(sk, a.skip + t.rs * ue, staged);
         }
-        if constexpr (kCl) clStats<T, VEC>(a, t, staged);
-        else cfStats<T, VEC>(a, t, staged);
-        if (!staged) waitStaged();
+        loadShifts<kCl>(a, t);
+        if (staged) waitStaged();
+        if constexpr (kCl) clStats<T, VEC>(a, t);
+        else cfStats<T, VEC>(a, t);
     }
     if (a.stats && a.norm) cooperative_groups::this_grid().sync(); // every partial written
     if (a.norm) {
+        gatherStats<kCl>(a, t, a.stats);
         if constexpr (kCl) clNorm<T, VEC>(a, t);
         else cfNorm<T, VEC>(a, t);
     }
@@ -539,7 +567,7 @@ int64_t vecOf(DType dt) { return 16 / elemBytes(dt); }
 struct Geometry {
     bool cl;
     int64_t cs, units, segLen, unitElems, packs, rows, vec;
-    int64_t fixedSmem;  // shared memory besides the staged units
+    int64_t width;      // statistics per segment: groups channels-last, else 1
     int64_t unitSmem;   // shared memory per staged unit (x and a full skip)
     int64_t align;      // units per CTA are a multiple of this
 };
@@ -556,13 +584,13 @@ Geometry geometry(DType dt, const GroupNormShape& s, int64_t vec) {
         g.unitElems = g.cs;
         g.packs = g.cs / vec;
         g.rows = g.packs ? kThreads / g.packs : 0;
-        g.fixedSmem = (g.rows * g.cs + 3 * s.groups) * 4;
+        g.width = s.groups;
         g.align = 1;
     } else {
         g.units = s.n * s.channels * s.spatial;
         g.segLen = s.channels / s.groups * s.spatial;
         g.unitElems = 1;
-        g.fixedSmem = 0;
+        g.width = 1;
         g.align = vec;
     }
     g.unitSmem = g.unitElems * elemBytes(dt) * skipCopies;
@@ -604,10 +632,16 @@ int64_t minUnits(const Geometry& g, DType dt) {
     return u > g.align ? u : g.align;
 }
 
+// Segments a CTA's range of `per` units meets, at most.
+int64_t maxPieces(const Geometry& g, int64_t per) { return ceilDiv(per, g.segLen) + 1; }
+
+// Dynamic shared memory besides the staged units, for `per` units per CTA.
+int64_t auxSmem(const Geometry& g, int64_t per) { return 4 * auxFloats(g.cl, g.rows, g.cs, maxPieces(g, per), g.width); }
+
 // Dynamic shared memory of a plan.
 size_t smemOf(const Geometry& g, const GroupNormPlan& p) {
     const int64_t staged = (p.resident * g.unitElems + 7) / 8 * 8 * (g.unitSmem / g.unitElems);
-    return size_t(staged + g.fixedSmem);
+    return size_t(staged + auxSmem(g, p.per));
 }
 
 GroupNormDevice queryDevice(int dev) {
@@ -677,15 +711,18 @@ GroupNormPlan groupNormPlan(DType dt, const GroupNormShape& s, bool aligned, con
     const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
     if (!clThreadsOk(g)) return {};
     const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
-    if (dev.cooperative && dev.sms > 0 && g.fixedSmem <= dev.smemPerBlock) {
-        const int64_t grid = needed < dev.sms ? needed : dev.sms;
-        const int64_t cap = (dev.smemPerBlock - g.fixedSmem - 64) / g.unitSmem / g.align * g.align; // 64: rounding
-        GroupNormPlan p = split(g, grid, cap > 0 ? cap : 0);
-        p.fused = true;
-        return p;
+    if (dev.cooperative && dev.sms > 0) {
+        GroupNormPlan p = split(g, needed < dev.sms ? needed : dev.sms, 0);
+        const int64_t free = dev.smemPerBlock - auxSmem(g, p.per) - 64; // 64: the staged copies' rounding
+        if (free >= 0) {
+            const int64_t cap = free / g.unitSmem / g.align * g.align;
+            p.resident = cap < p.per ? cap : p.per;
+            p.fused = true;
+            return p;
+        }
     }
-    const int64_t grid = needed < kTwoLaunchCtas ? needed : kTwoLaunchCtas;
-    return split(g, grid, 0);
+    const GroupNormPlan p = split(g, needed < kTwoLaunchCtas ? needed : kTwoLaunchCtas, 0);
+    return auxSmem(g, p.per) <= kTwoLaunchSmem ? p : GroupNormPlan{};
 }
 
 GroupNormPlan groupNormConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {
@@ -734,6 +771,7 @@ cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t st
     const Geometry g = geometry(dt, s, vec);
     if (!clThreadsOk(g)) return cudaErrorInvalidValue;
     const GroupNormPlan twoLaunches = groupNormPlan(dt, s, aligned);
+    if (twoLaunches.grid < 1) return cudaErrorInvalidValue; // segments too small for a CTA's shared arrays
     // The configured plan where it still fits this shape and pack width, else two launches.
     const GroupNormPlan& c = args.plan;
     const bool planOk = c.grid >= 1 && c.grid <= kGroupNormMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
@@ -757,7 +795,7 @@ cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t st
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
         const auto run = [&](const GroupNormPlan& p) {
-            a.per = p.per, a.resident = p.resident;
+            a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(g, p.per));
             const size_t smem = smemOf(g, p);
             if (g.cl) {
                 return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast>(a, p, smem, stream)
