@@ -23,7 +23,6 @@ ACTIVATIONS = {
 assert set(ops.ACTIVATIONS) | set(ops.GATED_ACTIVATIONS) | set(ops.GROUP_NORM_ACTIVATIONS) <= set(ACTIVATIONS)
 
 
-
 def _out(y: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return y.to(like.dtype).contiguous()
 
