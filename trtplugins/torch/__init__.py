@@ -20,7 +20,7 @@ __all__ = ["FuseReport", "FusedGroupNorm", "FusedLayerNorm", "FusedRMSNorm", "bi
 
 def __getattr__(name: str):
     if name in ("export", "to_plugin_nodes"):  # onnx and onnxscript only when exporting
-        from . import onnx
+        from . import onnx_export
 
-        return getattr(onnx, name)
+        return getattr(onnx_export, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
