@@ -134,6 +134,9 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
             return fn(*pos, **a)
         return run
 
+    def cpu_(*args, **kwargs):
+        return getattr(cpu, name)(*args, **kwargs)
+
     def cuda(*args, **kwargs):
         from . import _kernels  # loads the kernel library on the first CUDA call only
 
@@ -156,7 +159,7 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
         with torch._C._AutoDispatchBelowAutograd():
             return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
 
-    lib.impl(name, kernel(getattr(cpu, name)), "CPU")
+    lib.impl(name, kernel(cpu_), "CPU")
     lib.impl(name, kernel(cuda), "CUDA")
     lib.impl(name, autograd, "Autograd", with_keyset=True)
     torch.library.register_fake(qualname, fake, lib=lib)
