@@ -107,18 +107,23 @@ def test_activations_cpu_match_reference(dtype):
         _check(out, ref, dtype, f"gated_activation {act} {gate} two={two} bias={bias}")
 
 
-def _samples():
-    x, g = torch.randn(2, 3, 8), torch.randn(8)
-    yield T.skip_norm.default, (x, torch.randn(3, 8)), dict(norm="layer", gamma=g, beta=g.half(), output_sum=1)
+def samples(device="cpu"):
+    """(op, args, kwargs) covering each op's forms, for opcheck (tests/gpu/test_torch_gpu.py: on CUDA)."""
+    x, g = torch.randn(2, 3, 8, device=device), torch.randn(8, device=device)
+    yield T.skip_norm.default, (x, torch.randn(3, 8, device=device)), dict(norm="layer", gamma=g, beta=g.half(),
+                                                                           output_sum=1)
     yield T.skip_norm.default, (x.bfloat16(),), dict(norm="rms", gamma=g.bfloat16())
-    yield T.group_norm.default, (torch.randn(2, 4, 3, 3),), dict(num_groups=2, gamma=torch.randn(4),
-                                                                   activation="silu")
+    yield T.group_norm.default, (torch.randn(2, 4, 3, 3, device=device),), dict(
+        num_groups=2, gamma=torch.randn(4, device=device), activation="silu", output_sum=1)
     yield T.bias_activation.default, (x.half(),), dict(activation="gelu_tanh", bias=g)
     yield T.gated_activation.default, (x,), dict(activation="gelu", gate="second")
+    yield T.gated_activation.default, (x, x + 1), dict(activation="silu", linear_bias=g)
+    yield T.bias_activation.default, (x,), dict(activation="identity")  # an output never aliases an input
+    yield T.skip_norm.default, (x,), dict(norm="rms", gamma=g, output_sum=1)
 
 
 def test_opcheck():
-    for op, args, kwargs in _samples():
+    for op, args, kwargs in samples():
         torch.library.opcheck(op, args, kwargs)  # raises on the first failure
 
 

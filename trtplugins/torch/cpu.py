@@ -23,12 +23,16 @@ ACTIVATIONS = {
 assert set(ops.ACTIVATIONS) | set(ops.GATED_ACTIVATIONS) | set(ops.GROUP_NORM_ACTIVATIONS) <= set(ACTIVATIONS)
 
 
+def _f32(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.float32, copy=True)  # never x itself: no output may alias an input
+
+
 def _out(y: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return y.to(like.dtype).contiguous()
 
 
 def skip_norm(x, skip=None, *, norm, epsilon, gamma, beta=None, bias=None, output_sum=0):
-    s = x.float()
+    s = _f32(x)
     if skip is not None:
         s = s + skip.float()  # like x, or broadcast over x's leading dims (checked by the caller)
     if bias is not None:
@@ -47,7 +51,7 @@ def skip_norm(x, skip=None, *, norm, epsilon, gamma, beta=None, bias=None, outpu
 def group_norm(x, skip=None, *, num_groups, epsilon, gamma, beta=None, bias=None, activation, output_sum=0):
     n, c = x.shape[:2]
     chan = (1, c) + (1,) * (x.dim() - 2)
-    s = x.float()
+    s = _f32(x)
     if bias is not None:
         s = s + bias.float().reshape(chan)
     if skip is not None:
@@ -63,7 +67,7 @@ def group_norm(x, skip=None, *, num_groups, epsilon, gamma, beta=None, bias=None
 
 
 def bias_activation(x, *, activation, bias=None):
-    s = x.float() if bias is None else x.float() + bias.float().reshape(-1)
+    s = _f32(x) if bias is None else x.float() + bias.float().reshape(-1)
     return _out(ACTIVATIONS[activation](s), x)
 
 
