@@ -192,7 +192,7 @@ def test_compile_fullgraph_inductor(torch):
 def test_fused_models_cuda(torch, dtype):
     """Tiny LLaMA and UNet (tests/test_torch_models.py's configs) on the GPU: fused == unfused."""
     pytest.importorskip("diffusers", reason="the UNet needs diffusers (.whl/, see benchmarks/run_torch_gpu.sh)")
-    import test_torch_models as tm
+    import torch_models as tm
 
     import trtplugins.torch as tt
 
