@@ -20,7 +20,7 @@ from trtplugins import ops  # noqa: E402
 from trtplugins.graph import evaluate  # noqa: E402
 from trtplugins.torch import FusedGroupNorm, FusedLayerNorm, FusedRMSNorm, export, fuse  # noqa: E402
 
-from torch_models import UNET_ARGS, llama, randomize as _randomize, unet  # noqa: E402
+from torch_models import UNET_ARGS, llama, randomize, unet  # noqa: E402
 
 FP32 = dict(atol=1e-5, rtol=1e-5)  # tests/gpu/test_kernels.py's FP32 bound, on the models' outputs
 
@@ -33,11 +33,11 @@ def test_modules_match_torch_and_share_parameters():
              (nn.GroupNorm(2, 8, affine=False), FusedGroupNorm, img), (nn.GroupNorm(4, 8), FusedGroupNorm, img[:, :, 0, 0])]
     with torch.no_grad():
         for m, cls, inp in cases:
-            _randomize(m)
+            randomize(m)
             fused = cls.from_module(m)
             assert fused.weight is m.weight and fused.state_dict().keys() == m.state_dict().keys()
             torch.testing.assert_close(fused(inp), m(inp), **FP32)
-        gn = _randomize(nn.GroupNorm(4, 8))
+        gn = randomize(nn.GroupNorm(4, 8))
         torch.testing.assert_close(FusedGroupNorm.from_module(gn, "silu")(img), nn.functional.silu(gn(img)), **FP32)
         torch.testing.assert_close(FusedGroupNorm.from_module(gn)(img, activation="silu"), nn.functional.silu(gn(img)))
     with pytest.raises(ValueError, match="last dim only"):
@@ -70,7 +70,7 @@ def test_fuse_recognizes_rmsnorm_by_behaviour(kind):
         "bert": (tf.BertModel, tf.BertConfig(hidden_size=32, intermediate_size=64, **small)),
     }[kind]
     torch.manual_seed(0)
-    model = _randomize(cls(cfg))
+    model = randomize(cls(cfg))
     ids = torch.randint(0, 100, (2, 7), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         want = model(input_ids=ids).last_hidden_state
@@ -126,7 +126,7 @@ class _Residual(nn.Module):
 
 
 def test_fuse_leaves_a_silu_whose_input_is_used_elsewhere():
-    model, x = _randomize(_Residual()), torch.randn(2, 4, 3, 3)
+    model, x = randomize(_Residual()), torch.randn(2, 4, 3, 3)
     with torch.no_grad():
         want = model(x)
         report = fuse(model)
