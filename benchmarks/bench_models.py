@@ -7,9 +7,9 @@ Models are built from configs with random weights (no downloads):
   llama: transformers LlamaModel, 7B width (hidden 4096, intermediate 11008, 32 heads) with
          --layers layers (default 4), FP16 and BF16, prefill 1x2048 and 8x512.
 Timing: CUDA events around each forward after warm-up, the median over --iters. torch.compile:
-default mode (Inductor, no CUDA graphs), dynamic=False, compiled once per model and variant (a
-shape of its own compiles again); --compile-dtypes limits the compiled runs (compiling is the
-expensive part: about a minute per UNet variant). Norm share: torch.profiler over a few forwards;
+default mode (Inductor, no CUDA graphs), dynamic=False, on the first shape of each model (each
+shape compiles anew: --compile-all-shapes for all) and the --compile-dtypes (default float16):
+compiling is the expensive part, about a minute per UNet variant. Norm share: torch.profiler over a few forwards;
 eager runs count the GPU time inside each norm module's call (and, separately, the SiLU modules'),
 compiled runs the kernels whose names say norm (Inductor names its kernels after the ops fused
 in: ..._native_group_norm_..., ..._mean_pow_rsqrt_...) and the GPU time of the trtplugins:: ops.
@@ -218,7 +218,10 @@ def measure(run: Run, case: dict, mode: str, model) -> None:
     compiled = mode.startswith("compile")
     torch._dynamo.reset()
     fn = torch.compile(model, dynamic=False) if compiled else model
-    for label, inputs in case["shapes"].items():
+    shapes = list(case["shapes"].items())
+    if compiled and not a.compile_all_shapes:
+        shapes = shapes[:1]  # each shape compiles anew: the first only, unless asked
+    for label, inputs in shapes:
         row = {"model": case["name"], "dtype": case["dtype"], "shape": label, "mode": mode}
         if run.over_budget():
             run.add({**row, "error": f"skipped: over the {a.budget_s:.0f} s budget"})
@@ -249,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default="unet,llama")
     p.add_argument("--layers", type=int, default=4, help="LLaMA decoder layers")
     p.add_argument("--compile-dtypes", default="float16", help="dtypes also timed under torch.compile ('' none)")
+    p.add_argument("--compile-all-shapes", action="store_true", help="compiled runs on every shape (default: the first)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--no-profile", dest="profile", action="store_false")

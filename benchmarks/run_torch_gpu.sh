@@ -4,7 +4,7 @@
 #      whose module the image lacks only, into /tmp/trtp-site (on PYTHONPATH);
 #   2. libtrtplugins_kernels.so for sm_90 (reused from build/gpu, scripts/gpu_check.sh's, if there);
 #   3. tests/gpu/test_torch_gpu.py (CUDA path vs reference, CUDA graphs, opcheck, Inductor fullgraph);
-#   4. benchmarks/bench_models.py (whole models; BUDGET_S caps it, default 200 s; BENCH_ARGS adds options).
+#   4. benchmarks/bench_models.py (whole models; BUDGET_S caps it, default 180 s; BENCH_ARGS adds options).
 # Results and logs in $OUT (default build/torch-gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +51,7 @@ TRTP_GPU_SUMMARY=$OUT/torch_gpu_summary.md python3 -m pytest -m gpu tests/gpu/te
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 step "whole-model benchmark"
-python3 benchmarks/bench_models.py --out "$OUT" --budget-s "${BUDGET_S:-200}" ${BENCH_ARGS:-} 2>&1 |
+python3 benchmarks/bench_models.py --out "$OUT" --budget-s "${BUDGET_S:-180}" ${BENCH_ARGS:-} 2>&1 |
   grep -v "^USDT\|profiler_st" | tee "$OUT/bench_models.log" | tail -30
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 step "run_torch_gpu: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
