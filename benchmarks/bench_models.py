@@ -39,6 +39,7 @@ SD15 = dict(sample_size=64, in_channels=4, out_channels=4, layers_per_block=2,
             norm_num_groups=32, down_block_types=("CrossAttnDownBlock2D",) * 3 + ("DownBlock2D",),
             up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * 3)
 NORM_KERNEL = re.compile(r"norm|rsqrt", re.I)
+NATIVE_NORMS = ("aten::group_norm", "aten::layer_norm", "aten::rms_norm", "aten::silu")
 
 
 #: --tiny: the same code paths on small configs (a CPU smoke test in CI: tests/test_bench_models.py)
@@ -150,6 +151,10 @@ def norm_share(fn, args, model, compiled: bool, iters: int = 3) -> dict:
         ranges = {e.key: e for e in events if e.device_type == torch.autograd.DeviceType.CPU}
         for tag in ("trtp_norm", "trtp_silu"):
             out[tag[5:]] = ranges[tag].device_time_total / max(total, 1) if tag in ranges else 0.0
+    # host cost of a norm call (the ops' Python path vs aten's C++ one): CPU us per call
+    out["host_us_per_call"] = {e.key: round(e.cpu_time_total / max(e.count, 1), 1) for e in events
+                               if e.device_type == torch.autograd.DeviceType.CPU and (
+                                   e.key.startswith("trtplugins::") or e.key in NATIVE_NORMS)}
     out["top_kernels"] = [(e.key[:90], round(e.self_device_time_total / iters, 1))
                           for e in sorted(kernels, key=lambda e: -e.self_device_time_total)[:8]]
     return out
