@@ -1,0 +1,202 @@
+"""trtplugins.torch on real model code built from configs (random weights, no downloads): the
+drop-in modules, fuse() on HF LLaMA-family models and a diffusers UNet (outputs equal to the
+unfused model, the report), the ONNX export as plugin nodes validated on the CPU against the
+unfused model (trtplugins.graph.evaluate), and a TensorRT-RTX build of the export."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="trtplugins.torch needs torch (pip install torch==2.13.0)")
+tf = pytest.importorskip("transformers", reason="the HF models need transformers")
+diffusers = pytest.importorskip("diffusers", reason="the UNet needs diffusers (pip install diffusers)")
+
+from torch import nn  # noqa: E402
+
+from trtplugins import ops  # noqa: E402
+from trtplugins.graph import evaluate  # noqa: E402
+from trtplugins.torch import FusedGroupNorm, FusedLayerNorm, FusedRMSNorm, export, fuse  # noqa: E402
+
+from torch_models import UNET_ARGS, llama, randomize, unet  # noqa: E402
+
+FP32 = dict(atol=1e-5, rtol=1e-5)  # tests/gpu/test_kernels.py's FP32 bound, on the models' outputs
+
+
+def test_modules_match_torch_and_share_parameters():
+    x, img = torch.randn(3, 5, 16), torch.randn(2, 8, 4, 4)
+    cases = [(nn.LayerNorm(16), FusedLayerNorm, x), (nn.LayerNorm(16, bias=False), FusedLayerNorm, x),
+             (nn.LayerNorm(16, elementwise_affine=False), FusedLayerNorm, x), (nn.RMSNorm(16), FusedRMSNorm, x),
+             (nn.RMSNorm(16, eps=1e-3), FusedRMSNorm, x), (nn.GroupNorm(4, 8), FusedGroupNorm, img),
+             (nn.GroupNorm(2, 8, affine=False), FusedGroupNorm, img), (nn.GroupNorm(4, 8), FusedGroupNorm, img[:, :, 0, 0])]
+    with torch.no_grad():
+        for m, cls, inp in cases:
+            randomize(m)
+            fused = cls.from_module(m)
+            assert fused.weight is m.weight and fused.state_dict().keys() == m.state_dict().keys()
+            torch.testing.assert_close(fused(inp), m(inp), **FP32)
+        gn = randomize(nn.GroupNorm(4, 8))
+        torch.testing.assert_close(FusedGroupNorm.from_module(gn, "silu")(img), nn.functional.silu(gn(img)), **FP32)
+        torch.testing.assert_close(FusedGroupNorm.from_module(gn)(img, activation="silu"), nn.functional.silu(gn(img)))
+    with pytest.raises(ValueError, match="last dim only"):
+        FusedLayerNorm((4, 16))
+
+
+def test_fuse_llama_replaces_every_rmsnorm():
+    model, ids = llama(), torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want = model(ids).last_hidden_state
+        report = fuse(model)
+        got = model(ids).last_hidden_state
+    assert report.counts() == {"LlamaRMSNorm -> FusedRMSNorm": 5} and not report.left
+    assert isinstance(model.layers[1].post_attention_layernorm, FusedRMSNorm)
+    assert model.norm.eps == 1e-6
+    torch.testing.assert_close(got, want, **FP32)
+    assert fuse(model).counts() == {}  # a second call finds nothing left to do
+
+
+@pytest.mark.parametrize("kind", ["t5", "qwen2", "mistral", "gemma", "bert"])
+def test_fuse_recognizes_rmsnorm_by_behaviour(kind):
+    small = dict(num_hidden_layers=1, num_attention_heads=4, vocab_size=100)
+    cls, cfg = {
+        "t5": (tf.T5EncoderModel, tf.T5Config(d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4, vocab_size=100)),
+        "qwen2": (tf.Qwen2Model, tf.Qwen2Config(hidden_size=32, intermediate_size=64, num_key_value_heads=2, **small)),
+        "mistral": (tf.MistralModel, tf.MistralConfig(hidden_size=32, intermediate_size=64, num_key_value_heads=2,
+                                                       **small)),
+        "gemma": (tf.GemmaModel, tf.GemmaConfig(hidden_size=32, intermediate_size=64, num_key_value_heads=2, head_dim=8,
+                                                 **small)),
+        "bert": (tf.BertModel, tf.BertConfig(hidden_size=32, intermediate_size=64, **small)),
+    }[kind]
+    torch.manual_seed(0)
+    model = randomize(cls(cfg))
+    ids = torch.randint(0, 100, (2, 7), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want = model(input_ids=ids).last_hidden_state
+        report = fuse(model)
+        got = model(input_ids=ids).last_hidden_state
+    torch.testing.assert_close(got, want, **FP32)
+    if kind == "gemma":  # x / rms(x) * (1 + weight): left, and why
+        assert not report.replaced and len(report.left) == 3
+        assert all("probe: not x / sqrt(mean(x^2) + 1e-06) * weight" in r["reason"] for r in report.left)
+    else:
+        assert sum(report.counts().values()) == 3 and not report.left
+        assert all(r["to"] == ("FusedLayerNorm" if kind == "bert" else "FusedRMSNorm") for r in report.replaced)
+
+
+def test_fuse_unet_folds_the_silu_where_the_block_shows_it():
+    model = unet()
+    with torch.no_grad():
+        want = model(*UNET_ARGS).sample
+        report = fuse(model)
+        got = model(*UNET_ARGS).sample
+    torch.testing.assert_close(got, want, **FP32)
+    groups = [n for n, m in model.named_modules() if isinstance(m, FusedGroupNorm)]
+    assert report.counts() == {"GroupNorm -> FusedGroupNorm": len(groups), "LayerNorm -> FusedLayerNorm": 12}
+    assert not any(isinstance(m, (nn.GroupNorm, nn.LayerNorm)) for m in model.modules())
+    resnets = [m for m in model.modules() if type(m).__name__ == "ResnetBlock2D"]
+    folded = {r["module"]: r["silu"] for r in report.replaced if "silu" in r}
+    assert len(folded) == 2 * len(resnets) + 1 == report.silu_folded() - len(resnets)  # norm2: two branches
+    assert folded["conv_norm_out"] == ["UNet2DConditionModel.forward line %d: self.conv_act" % _line(
+        type(model).forward, "sample = self.conv_norm_out(sample)")]
+    assert all(isinstance(r.nonlinearity, nn.SiLU) for r in resnets)  # still there: the time embedding uses it
+    assert not report.left
+
+
+def _line(fn, text: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(inspect.unwrap(fn))
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+class _Residual(nn.Module):
+    """The SiLU's input is read again after it: folding it would change the result."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm, self.act, self.norm2 = nn.GroupNorm(2, 4), nn.SiLU(), nn.GroupNorm(2, 4)
+
+    def forward(self, x):
+        h = self.norm(x)
+        y = self.act(h)
+        x = self.norm2(x)
+        return y + h + self.act(x + 1)
+
+
+def test_fuse_leaves_a_silu_whose_input_is_used_elsewhere():
+    model, x = randomize(_Residual()), torch.randn(2, 4, 3, 3)
+    with torch.no_grad():
+        want = model(x)
+        report = fuse(model)
+        got = model(x)
+    torch.testing.assert_close(got, want, **FP32)
+    assert report.silu_folded() == 0 and "forward" not in vars(model)
+    assert {r["module"] for r in report.left} == {"norm", "norm2"}
+    assert all("no `h = self.norm" in r["reason"] for r in report.left)
+
+
+def test_fused_models_compile_with_fullgraph():
+    for model, args in ((llama(1), (torch.randint(0, 100, (1, 6)),)), (unet(), UNET_ARGS)):
+        with torch.no_grad():
+            fuse(model)
+            want = model(*args)[0]
+            torch._dynamo.reset()
+            got = torch.compile(model, backend="eager", fullgraph=True)(*args)[0]  # a graph break raises
+        torch.testing.assert_close(got, want)
+
+
+def _plugin_nodes(model):
+    return [n for n in model.graph.node if n.domain == ops.DOMAIN]
+
+
+def _validate(exported, reference_model, args, names):
+    """The export on the CPU (plugin nodes by trtplugins.reference) against the unfused torch model."""
+    got = list(evaluate(exported, {n: a.numpy() for n, a in zip(names, args)}).values())[0]
+    with torch.no_grad():
+        want = reference_model(*args)[0]
+    np.testing.assert_allclose(got, want.numpy(), atol=1e-4, rtol=1e-4)
+
+
+def test_export_llama_dynamo_as_plugin_nodes(tmp_path):
+    model, ids = llama(), torch.randint(0, 100, (2, 9), generator=torch.Generator().manual_seed(0))
+    unfused = copy.deepcopy(model)
+    fuse(model)
+    onnx_model = export(model, (ids,), tmp_path / "llama.onnx", input_names=["ids"])
+    nodes = _plugin_nodes(onnx_model)
+    assert [n.op_type for n in nodes] == ["SkipNorm"] * 5
+    for n in nodes:
+        attrs = {a.name: a for a in n.attribute}
+        assert list(n.input) and len(n.input) == 1 and attrs["norm"].s == b"rms" and attrs["gamma"].t.dims == [64]
+        assert attrs["plugin_version"].s == ops.V3_VERSION.encode() and abs(attrs["epsilon"].f - 1e-6) < 1e-12
+    assert (tmp_path / "llama.onnx").is_file()
+    _validate(onnx_model, unfused, (ids,), ["ids"])
+    v1 = export(model, (ids,), plugin_version=ops.V2_VERSION, input_names=["ids"])
+    assert {a.s for n in _plugin_nodes(v1) for a in n.attribute if a.name == "plugin_version"} == {b"1"}
+
+
+@pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
+def test_export_unet_as_plugin_nodes_and_build_with_tensorrt_rtx(tmp_path, dynamo):
+    rtx = pytest.importorskip("trtplugins.engine.rtx")
+    model = unet()
+    unfused = copy.deepcopy(model)
+    report = fuse(model)
+    names = ["sample", "timestep", "encoder_hidden_states"]
+    onnx_model = export(model, UNET_ARGS, dynamo=dynamo, input_names=names)
+    nodes = _plugin_nodes(onnx_model)
+    counts = {p: sum(n.op_type == p for n in nodes) for p in ("GroupNorm", "SkipNorm")}
+    assert counts == {"GroupNorm": report.counts()["GroupNorm -> FusedGroupNorm"], "SkipNorm": 12}
+    silu = [n for n in nodes if any(a.name == "activation" and a.s == b"silu" for a in n.attribute)]
+    assert len(silu) == sum("silu" in r for r in report.replaced)  # each norm runs one of its folded call sites
+    assert not [n for n in onnx_model.graph.node if n.op_type in ("InstanceNormalization", "GroupNormalization",
+                                                                  "LayerNormalization")]
+    _validate(onnx_model, unfused, UNET_ARGS, names)
+    try:
+        rtx.rtx_module()
+        rtx._plugin_library(None)
+    except rtx.RtxBuildError as e:
+        pytest.skip(f"TensorRT-RTX not installed or no plugin library: {e}")
+    summary = rtx.build_engine(onnx_model, tmp_path / "unet.plan")
+    assert sorted(summary["plugin_layers"]) == sorted(n.name for n in nodes)
+    assert summary["layers"]["PLUGIN_V3"] == len(nodes)

@@ -1,0 +1,261 @@
+"""fuse(model): replace a model's norms by the fused modules, in place, and report what was
+replaced and what was left with why.
+
+- nn.LayerNorm over the last dim -> FusedLayerNorm; nn.GroupNorm -> FusedGroupNorm; nn.RMSNorm
+  and RMSNorm modules of model code (HF LLaMA/Mistral/Qwen2/T5 style) -> FusedRMSNorm. The latter
+  are recognized by behaviour: a leaf module with one 1-D `weight`, a float epsilon attribute,
+  whose output on a probe input equals x / sqrt(mean(x^2) + eps) * weight.
+- A SiLU after a GroupNorm is folded into the GroupNorm where the parent's forward shows it is
+  exact: `h = self.<norm>(...)` directly followed by `h = self.<silu>(h)`, with self.<silu> an
+  nn.SiLU, so the norm's output is read by the SiLU alone. Such a statement after an if/elif/else
+  whose branches end in a norm call is first moved into every branch (the same statements run on
+  every path): diffusers' ResnetBlock2D norm2. The parent's forward is recompiled from its source
+  with those call sites changed to `self.<norm>(..., activation="silu")` and the SiLU statements
+  removed, and set on that instance only; the SiLU module stays (it may serve other calls, as the
+  ResNet block's time embedding). Modules, not call sites, are shared, so nothing else changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import textwrap
+import types
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from .modules import FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
+
+EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
+_FUSED = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm)
+_RMS = getattr(nn, "RMSNorm", None)
+
+
+@dataclass
+class FuseReport:
+    replaced: list[dict] = field(default_factory=list)  # module, from, to (+ silu: call sites folded)
+    left: list[dict] = field(default_factory=list)  # module, type, reason
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(f"{r['from']} -> {r['to']}" for r in self.replaced))
+
+    def silu_folded(self) -> int:
+        return sum(len(r.get("silu", ())) for r in self.replaced)
+
+    def __str__(self) -> str:
+        lines = [f"replaced {n:>4} x {k}" for k, n in self.counts().items()] or ["replaced nothing"]
+        if self.silu_folded():
+            lines.append(f"folded   {self.silu_folded():>4} x SiLU into GroupNorm")
+        lines += [f"left {r['module']} ({r['type']}): {r['reason']}" for r in self.left]
+        return "\n".join(lines)
+
+
+def fuse(model: nn.Module, silu: bool = True) -> FuseReport:
+    """Replace model's LayerNorm, GroupNorm (+ SiLU where exact) and RMSNorm modules by the fused
+    ones, in place (their parameters shared, the state_dict unchanged). Returns the report."""
+    report = FuseReport()
+    uses: dict[int, list] = defaultdict(list)  # id(module) -> [(parent, attribute)]
+    for parent in model.modules():
+        for attr, child in parent.named_children():
+            uses[id(child)].append((parent, attr))
+    new_groups: dict[int, tuple] = {}  # id(parent) -> (parent, {GroupNorm attributes}, prefix)
+    for name, m in list(model.named_modules()):
+        if not name or isinstance(m, _FUSED):
+            continue
+        new, why = _replacement(m)
+        if new is None:
+            if why:
+                report.left.append({"module": name, "type": type(m).__name__, "reason": why})
+            continue
+        for parent, attr in uses[id(m)]:
+            setattr(parent, attr, new)
+            if isinstance(new, FusedGroupNorm):
+                prefix = name.rsplit(".", 1)[0] + "." if "." in name else ""
+                new_groups.setdefault(id(parent), (parent, set(), prefix))[1].add(attr)
+        report.replaced.append({"module": name, "from": type(m).__name__, "to": type(new).__name__})
+    if silu:
+        by_name = {r["module"]: r for r in report.replaced}
+        for parent, attrs, prefix in new_groups.values():
+            silus = {a for a, c in parent.named_children() if type(c) is nn.SiLU}
+            if not silus:
+                continue
+            sites, why = _fold_silu(parent, attrs, silus)
+            for attr in sorted(attrs):
+                entry = by_name.get(prefix + attr)
+                if entry is not None and sites.get(attr):
+                    entry["silu"] = sites[attr]
+                elif entry is not None:
+                    report.left.append({"module": prefix + attr, "type": "SiLU after GroupNorm", "reason": why or (
+                        f"no `h = self.{attr}(...)` directly followed by `h = self.<SiLU>(h)` in "
+                        f"{type(parent).__name__}.forward")})
+    return report
+
+
+def _replacement(m: nn.Module) -> tuple[nn.Module | None, str | None]:
+    """The fused module for m, or (None, why it is left; None: not a norm at all)."""
+    kind = type(m).__name__
+    for base, fused in ((nn.LayerNorm, FusedLayerNorm), (nn.GroupNorm, FusedGroupNorm), (_RMS, FusedRMSNorm)):
+        if base is None or not isinstance(m, base):
+            continue
+        if type(m).forward is not base.forward:
+            return None, f"{kind} overrides {base.__name__}.forward"
+        if base is not nn.GroupNorm and len(m.normalized_shape) != 1:
+            return None, f"normalizes over the last {len(m.normalized_shape)} dims; the fused op over the last one"
+        return fused.from_module(m), None
+    if next(m.children(), None) is not None:
+        return None, None
+    params = dict(m.named_parameters(recurse=False))
+    eps = next((getattr(m, a) for a in EPS_ATTRS if isinstance(getattr(m, a, None), float)), None)
+    weight = params.get("weight")
+    if "norm" not in kind.lower() and not (eps is not None and weight is not None and weight.dim() == 1):
+        return None, None
+    if set(params) != {"weight"} or weight.dim() != 1:
+        return None, f"no fused op for it (parameters: {', '.join(params) or 'none'}; an RMSNorm has one 1-D weight)"
+    if eps is None:
+        return None, f"no float epsilon attribute ({', '.join(EPS_ATTRS)})"
+    why = _probe_rms(m, weight, eps)
+    return (None, why) if why else (FusedRMSNorm.from_module(m, eps), None)
+
+
+def _probe_rms(m: nn.Module, weight: torch.Tensor, eps: float) -> str | None:
+    """None when m computes x / sqrt(mean(x^2) + eps) * weight on a probe input (rows of scale
+    1e-3, where eps matters, 1 and 30, off zero mean, so a LayerNorm fails), else why not."""
+    if weight.device.type == "meta" or weight.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return f"cannot probe a {weight.dtype} weight on {weight.device}"
+    gen = torch.Generator().manual_seed(0)
+    size = weight.shape[0]
+    x = torch.randn(3, size, generator=gen, dtype=torch.float64) + 0.5
+    x = (x * torch.tensor([[1e-3], [1.0], [30.0]], dtype=torch.float64)).to(weight.dtype)
+    try:
+        with torch.no_grad():
+            out = m(x.to(weight.device))
+    except Exception as e:  # a module that is no RMSNorm may refuse the probe in any way
+        return f"probe failed: {type(e).__name__}: {e}".split("\n")[0]
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape or out.dtype != x.dtype:
+        return "probe: output not shaped and typed like its input"
+    x64 = x.double()
+    ref = x64 * torch.rsqrt(x64.square().mean(-1, keepdim=True) + eps) * weight.detach().double().cpu()
+    out = out.double().cpu()
+    scale = torch.maximum(ref.abs().amax(-1), out.abs().amax(-1)).clamp_min(1e-30)
+    err = ((out - ref).abs().amax(-1) / scale).max().item()
+    tol = 1e-4 if weight.dtype == torch.float32 else 2e-2
+    if not err <= tol:
+        return f"probe: not x / sqrt(mean(x^2) + {eps:g}) * weight (relative error {err:.2g} > {tol:g})"
+    return None
+
+
+# --- SiLU after GroupNorm: the parent's forward, rewritten at the call sites -------------------
+
+
+def _fold_silu(parent: nn.Module, norms: set[str], silus: set[str]) -> tuple[dict[str, list[str]], str | None]:
+    """Rewrite parent.forward so `h = self.<norm>(...); h = self.<silu>(h)` becomes one call with
+    activation="silu". Returns ({norm attribute: [call sites]}, why nothing was rewritten)."""
+    fn = type(parent).forward
+    where = f"{type(parent).__name__}.forward"
+    if "forward" in vars(parent):
+        return {}, f"{where} was replaced on the instance"
+    raw = inspect.unwrap(fn)
+    if raw.__code__.co_freevars:
+        return {}, f"{where} reads an enclosing scope (super(), a closure)"
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(raw)))
+    except (OSError, TypeError, SyntaxError) as e:
+        return {}, f"{where}: source not available ({e})"
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef) or not fdef.args.args:
+        return {}, f"{where} is not a plain method"
+    rewrite = _Rewrite(fdef.args.args[0].arg, norms, silus)
+    rewrite.visit(fdef.body)
+    if not rewrite.sites:
+        return {}, None
+    for a in fdef.args.args + fdef.args.kwonlyargs + fdef.args.posonlyargs:
+        a.annotation = None  # not evaluated again (forward references, TYPE_CHECKING imports)
+    for a in filter(None, (fdef.args.vararg, fdef.args.kwarg)):
+        a.annotation = None
+    fdef.returns, fdef.args.defaults = None, []
+    fdef.args.kw_defaults = [None] * len(fdef.args.kwonlyargs)
+    decorators, fdef.decorator_list = fdef.decorator_list, []
+    first = raw.__code__.co_firstlineno  # the first decorator's line, where getsource starts
+    ast.increment_lineno(tree, first - 1)
+    file, scope = raw.__code__.co_filename, {}
+    exec(compile(ast.fix_missing_locations(tree), file, "exec"), raw.__globals__, scope)
+    new = scope[fdef.name]
+    new.__defaults__, new.__kwdefaults__ = raw.__defaults__, raw.__kwdefaults__
+    new.__qualname__, new.__module__, new.__doc__ = raw.__qualname__, raw.__module__, raw.__doc__
+    for d in reversed(decorators):  # evaluated again in the module's globals, as when the class was made
+        new = eval(compile(ast.Expression(d), file, "eval"), raw.__globals__)(new)
+    parent.forward = types.MethodType(new, parent)
+    sites: dict[str, list[str]] = defaultdict(list)
+    for norm, act, line in rewrite.sites:
+        sites[norm].append(f"{where} line {line + first - 1}: self.{act}")
+    return dict(sites), None
+
+
+class _Rewrite:
+    def __init__(self, me: str, norms: set[str], silus: set[str]):
+        self.me, self.norms, self.silus = me, norms, silus
+        self.sites: list[tuple] = []
+
+    def _call(self, st, attrs: set[str]) -> tuple[str, ast.Call] | None:
+        """(h, the call) for `h = self.<attr>(...)`."""
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Attribute)
+                and isinstance(st.value.func.value, ast.Name) and st.value.func.value.id == self.me
+                and st.value.func.attr in attrs):
+            return st.targets[0].id, st.value
+        return None
+
+    def _silu_of(self, st, var: str) -> bool:
+        """st is `var = self.<silu>(var)`."""
+        c = self._call(st, self.silus)
+        return (c is not None and c[0] == var and not c[1].keywords and len(c[1].args) == 1
+                and isinstance(c[1].args[0], ast.Name) and c[1].args[0].id == var)
+
+    def _norm(self, st) -> tuple[str, ast.Call] | None:
+        c = self._call(st, self.norms)
+        ok = c is not None and all(k.arg not in (None, "activation") for k in c[1].keywords)
+        return c if ok else None
+
+    def _branch_ends(self, st: ast.If) -> list:
+        tails = [st.body[-1]]
+        if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
+            return tails + self._branch_ends(st.orelse[0])
+        return tails + st.orelse[-1:]
+
+    def _sink(self, st: ast.If, stmt) -> None:
+        st.body.append(copy.deepcopy(stmt))
+        if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
+            self._sink(st.orelse[0], stmt)
+        else:
+            st.orelse.append(copy.deepcopy(stmt))
+
+    def visit(self, body: list) -> None:
+        i = 0
+        while i < len(body):
+            st, nxt = body[i], body[i + 1] if i + 1 < len(body) else None
+            if isinstance(st, ast.If) and nxt is not None:
+                target = nxt.targets[0].id if self._call(nxt, self.silus) else None
+                if target and self._silu_of(nxt, target) and any(
+                        (c := self._norm(t)) and c[0] == target for t in self._branch_ends(st)):
+                    self._sink(st, nxt)  # the same statement on every path, now inside each branch
+                    del body[i + 1]
+                    nxt = body[i + 1] if i + 1 < len(body) else None
+            for inner in _bodies(st):
+                self.visit(inner)
+            c = self._norm(st)
+            if c is not None and nxt is not None and self._silu_of(nxt, c[0]):
+                c[1].keywords.append(ast.keyword(arg="activation", value=ast.Constant("silu")))
+                self.sites.append((c[1].func.attr, nxt.value.func.attr, st.lineno))
+                del body[i + 1]
+            i += 1
+
+
+def _bodies(st: ast.stmt) -> list[list]:
+    """The statement lists inside st (if/for/while/with/try bodies)."""
+    lists = [getattr(st, n) for n in ("body", "orelse", "finalbody") if isinstance(getattr(st, n, None), list)]
+    lists += [h.body for h in getattr(st, "handlers", [])]
+    return [b for b in lists if b and isinstance(b[0], ast.stmt)]

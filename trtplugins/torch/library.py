@@ -1,0 +1,191 @@
+"""torch.library custom ops `trtplugins::<op>`, one per fused op, registered from the op spec
+(trtplugins.ops: schema.json): the plugin's inputs are the op's tensor arguments, its fields
+keyword-only arguments (weights as tensors, strings, ints, floats, with the declared defaults).
+Ops with an optional second output (`output_sum`) return a list of tensors.
+
+Kernels: CUDA (the project's kernels through _kernels, on the current stream), CPU (cpu.py),
+fake (shapes only: torch.compile, torch.export), Autograd (inference only: a call that needs a
+gradient raises, naming the op). Every implementation checks the arguments the same way."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from .. import ops
+from . import cpu
+
+NAMESPACE = ops.DOMAIN  # trtplugins::<op>
+PLUGINS = (ops.SKIP_NORM, ops.GROUP_NORM, ops.BIAS_ACTIVATION, ops.GATED_ACTIVATION)
+_TYPES = {"string": "str", "float": "float", "int": "int", "weights": "Tensor"}
+
+
+def op_name(plugin: str) -> str:
+    """SkipNorm -> skip_norm."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", plugin).lower()
+
+
+def default(f: ops.Field):
+    """A field's default; an optional enum without a declared one means its first choice (as the
+    declarations parse it: GatedActivation's gate "first", GroupNorm's activation "none")."""
+    if f.default is None and f.choices and not f.required:
+        return f.choices[0]
+    return f.default
+
+
+def _multi(spec: ops.OpSpec) -> bool:
+    return any(t.when for t in spec.outputs)
+
+
+def schema(spec: ops.OpSpec) -> str:
+    """The torch schema of a plugin, e.g. (Tensor x, Tensor? skip=None, *, str norm, ...) -> Tensor[]."""
+    args = [f"Tensor? {t.name}=None" if t.optional else f"Tensor {t.name}" for t in spec.inputs] + ["*"]
+    for f in spec.fields:
+        typ = _TYPES[f.kind]
+        if f.required:
+            args.append(f"{typ} {f.name}")
+        elif f.kind == "weights":
+            args.append(f"{typ}? {f.name}=None")
+        else:
+            d = default(f)
+            args.append(f'{typ} {f.name}="{d}"' if f.kind == "string" else f"{typ} {f.name}={d!r}")
+    return f"({', '.join(args)}) -> {'Tensor[]' if _multi(spec) else 'Tensor'}"
+
+
+def bind(spec: ops.OpSpec, args: tuple, kwargs: dict) -> dict:
+    """Every argument by name, defaults filled in."""
+    names = [t.name for t in spec.inputs]
+    out = dict(zip(names, args))
+    for t in spec.inputs:
+        out.setdefault(t.name, kwargs.get(t.name))
+    for f in spec.fields:
+        out[f.name] = kwargs.get(f.name, default(f))
+    return out
+
+
+def check(spec: ops.OpSpec, a: dict) -> list[tuple]:
+    """Check the arguments as the kernels and plugins do; return the output shapes."""
+    name = f"{NAMESPACE}::{op_name(spec.name)}"
+    x = a[spec.inputs[0].name]
+    if str(x.dtype).removeprefix("torch.") not in spec.types:
+        raise TypeError(f"{name}: x is {x.dtype}; the op takes {', '.join(spec.types)}")
+    for t in spec.inputs[1:]:
+        v = a[t.name]
+        if v is not None and (v.dtype != x.dtype or v.device != x.device):
+            raise TypeError(f"{name}: {t.name} is {v.dtype} on {v.device}; x is {x.dtype} on {x.device}")
+    for f in spec.fields:
+        v = a[f.name]
+        if f.choices and v not in f.choices:
+            raise ValueError(f"{name}: {f.name} {v!r} is not one of {', '.join(f.choices)}")
+        if f.kind == "weights" and v is not None and not v.is_floating_point():
+            raise TypeError(f"{name}: {f.name} is {v.dtype}; weights are floating point")
+    if "output_sum" in a and a["output_sum"] not in (0, 1):
+        raise ValueError(f"{name}: output_sum is {a['output_sum']}; 0 or 1")
+    shape = tuple(x.shape)
+    if spec.name == ops.SKIP_NORM:
+        width = shape[-1] if shape else 0
+        skip = a["skip"]
+        if skip is not None and tuple(skip.shape) != shape:
+            core = tuple(skip.shape)
+            while core and core[0] == 1:
+                core = core[1:]
+            if not core or len(core) > len(shape) or core != shape[len(shape) - len(core):]:
+                raise ValueError(f"{name}: skip {tuple(skip.shape)} is neither x's {shape} nor broadcast over "
+                                 "its leading dims")
+    elif spec.name == ops.GROUP_NORM:
+        if len(shape) < 3:
+            raise ValueError(f"{name}: x {shape} must be N, C, spatial... (rank >= 3)")
+        width, groups, skip = shape[1], a["num_groups"], a["skip"]
+        if groups < 1 or width % groups:
+            raise ValueError(f"{name}: num_groups {groups} does not divide the {width} channels")
+        if skip is not None and tuple(skip.shape) not in (shape, shape[:2] + (1,) * (len(shape) - 2)):
+            raise ValueError(f"{name}: skip {tuple(skip.shape)} is neither x's {shape} nor [N, C, 1, ...]")
+    elif spec.name == ops.GATED_ACTIVATION:
+        if a["x2"] is not None:
+            if tuple(a["x2"].shape) != shape:
+                raise ValueError(f"{name}: x2 {tuple(a['x2'].shape)} is not x's {shape}")
+            width = shape[-1]
+        else:
+            if not shape or shape[-1] % 2:
+                raise ValueError(f"{name}: x {shape} has no two halves in its last dim")
+            width = shape[-1] // 2
+            shape = shape[:-1] + (width,)
+    else:
+        width = shape[-1] if shape else 1
+    for f in spec.fields:
+        v = a[f.name]
+        if f.kind == "weights" and v is not None and v.numel() != width:
+            raise ValueError(f"{name}: {f.name} has {v.numel()} values; expected {width}")
+    return [shape] * spec.num_outputs(a)
+
+
+def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
+    name = op_name(spec.name)
+    qualname = f"{NAMESPACE}::{name}"
+    lib.define(name + schema(spec))
+    multi = _multi(spec)
+
+    def kernel(fn):
+        def run(*args, **kwargs):
+            a = bind(spec, args, kwargs)
+            check(spec, a)
+            pos = [a.pop(t.name) for t in spec.inputs]
+            return fn(*pos, **a)
+        return run
+
+    def cpu_(*args, **kwargs):
+        return getattr(cpu, name)(*args, **kwargs)
+
+    def cuda(*args, **kwargs):
+        from . import _kernels  # loads the kernel library on the first CUDA call only
+
+        return getattr(_kernels, name)(*args, **kwargs)
+
+    def fake(*args, **kwargs):
+        a = bind(spec, args, kwargs)
+        x = a[spec.inputs[0].name]
+        out = [x.new_empty(s) for s in check(spec, a)]
+        return out if multi else out[0]
+
+    op = getattr(getattr(torch.ops, NAMESPACE), name).default
+
+    def autograd(keyset, *args, **kwargs):
+        if torch.is_grad_enabled() and any(
+            isinstance(t, torch.Tensor) and t.requires_grad for t in (*args, *kwargs.values())
+        ):
+            raise RuntimeError(f"{qualname} has no backward (inference only): call it under torch.no_grad() "
+                               "or torch.inference_mode()")
+        with torch._C._AutoDispatchBelowAutograd():
+            return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
+
+    lib.impl(name, kernel(cpu_), "CPU")
+    lib.impl(name, kernel(cuda), "CUDA")
+    lib.impl(name, autograd, "Autograd", with_keyset=True)
+    torch.library.register_fake(qualname, fake, lib=lib)
+
+
+_LIB = torch.library.Library(NAMESPACE, "DEF")
+for _plugin in PLUGINS:
+    _register(_LIB, ops.spec(_plugin))
+
+
+def _caller(plugin: str):
+    spec = ops.spec(plugin)
+    op = getattr(getattr(torch.ops, NAMESPACE), op_name(plugin))
+    multi = _multi(spec)
+
+    def call(*args, **kwargs):
+        out = op(*args, **kwargs)
+        return (out[0] if len(out) == 1 else tuple(out)) if multi else out
+
+    call.__name__ = call.__qualname__ = op_name(plugin)
+    call.__doc__ = f"{spec.doc}\n\ntorch.ops.{NAMESPACE}.{op_name(plugin)}{schema(spec)}" + (
+        "\nReturns y, or (y, sum) with output_sum=1." if multi else "")
+    return call
+
+
+skip_norm = _caller(ops.SKIP_NORM)
+group_norm = _caller(ops.GROUP_NORM)
+bias_activation = _caller(ops.BIAS_ACTIVATION)
+gated_activation = _caller(ops.GATED_ACTIVATION)

@@ -1,0 +1,116 @@
+"""Drop-in modules: nn.LayerNorm, RMSNorm and nn.GroupNorm (+ SiLU) as one fused kernel each.
+
+Same constructor arguments, parameter names and state_dict as the modules they replace;
+from_module(m) shares m's parameters (no copy: tied weights and the state_dict stay as they
+were). Inference only: a call that needs a gradient raises (see library.py)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .library import group_norm, skip_norm
+
+
+def _last_dim(normalized_shape) -> int:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) != 1:
+        raise ValueError(f"normalized_shape {shape}: the fused norms normalize the last dim only")
+    return int(shape[0])
+
+
+class _Affine(nn.Module):
+    def _params(self, size: int, weight: bool, bias: bool, device, dtype) -> None:
+        kw = {"device": device, "dtype": dtype}
+        self.weight = nn.Parameter(torch.ones(size, **kw)) if weight else None
+        self.bias = nn.Parameter(torch.zeros(size, **kw)) if weight and bias else None
+
+    def _gamma(self, x: torch.Tensor, size: int) -> torch.Tensor:
+        return self.weight if self.weight is not None else x.new_ones(size)  # no affine: ones per call
+
+    def _share(self, m: nn.Module) -> None:
+        self.weight, self.bias = m.weight, getattr(m, "bias", None)
+
+
+class FusedLayerNorm(_Affine):
+    """nn.LayerNorm over the last dim: one SkipNorm kernel (norm "layer")."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.normalized_shape = (_last_dim(normalized_shape),)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self._params(self.normalized_shape[0], elementwise_affine, bias, device, dtype)
+
+    @classmethod
+    def from_module(cls, m: nn.LayerNorm) -> FusedLayerNorm:
+        new = cls(m.normalized_shape, m.eps, m.elementwise_affine, m.bias is not None, device="meta")
+        new._share(m)
+        return new
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return skip_norm(x, gamma=self._gamma(x, self.normalized_shape[0]), beta=self.bias, norm="layer",
+                         epsilon=self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class FusedRMSNorm(_Affine):
+    """RMSNorm over the last dim, y = x / sqrt(mean(x^2) + eps) * weight (nn.RMSNorm, and the
+    LLaMA/Mistral/Qwen2/T5 modules): one SkipNorm kernel (norm "rms"). eps None: the input
+    dtype's machine epsilon, as nn.RMSNorm."""
+
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.normalized_shape = (_last_dim(normalized_shape),)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self._params(self.normalized_shape[0], elementwise_affine, False, device, dtype)
+
+    @classmethod
+    def from_module(cls, m: nn.Module, eps: float | None = None) -> FusedRMSNorm:
+        """m: nn.RMSNorm, or a module with a 1-D `weight` computing RMSNorm with epsilon eps."""
+        size = m.weight.shape[0] if m.weight is not None else m.normalized_shape
+        new = cls(size, getattr(m, "eps", None) if eps is None else eps, m.weight is not None, device="meta")
+        new._share(m)
+        return new
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        eps = torch.finfo(x.dtype).eps if self.eps is None else self.eps
+        return skip_norm(x, gamma=self._gamma(x, self.normalized_shape[0]), norm="rms", epsilon=eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class FusedGroupNorm(_Affine):
+    """nn.GroupNorm, optionally followed by SiLU (activation "silu"): one GroupNorm kernel.
+    forward(x, activation=None): a call site may ask for another activation than the module's
+    (fuse() rewrites `h = self.norm(h); h = self.silu(h)` into `h = self.norm(h, activation="silu")`)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 activation: str = "none", device=None, dtype=None):
+        super().__init__()
+        if num_groups < 1 or num_channels % num_groups:
+            raise ValueError(f"num_groups {num_groups} does not divide num_channels {num_channels}")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        self.activation = activation
+        self._params(num_channels, affine, True, device, dtype)
+
+    @classmethod
+    def from_module(cls, m: nn.GroupNorm, activation: str = "none") -> FusedGroupNorm:
+        new = cls(m.num_groups, m.num_channels, m.eps, m.affine, activation, device="meta")
+        new._share(m)
+        return new
+
+    def forward(self, x: torch.Tensor, activation: str | None = None) -> torch.Tensor:
+        flat = x.dim() == 2  # nn.GroupNorm takes (N, C): one spatial element
+        y = group_norm(x.unsqueeze(-1) if flat else x, num_groups=self.num_groups, epsilon=self.eps,
+                       gamma=self._gamma(x, self.num_channels), beta=self.bias,
+                       activation=self.activation if activation is None else activation)
+        return y.squeeze(-1) if flat else y
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"activation={self.activation!r}")
