@@ -19,7 +19,7 @@ from trtplugins.fields import field_array
 
 # nvinfer1::DataType / TensorFormat / PluginFieldType values (same in 10.x and 11.x headers).
 FLOAT, HALF, INT8, INT32, BOOL, UINT8, FP8, BF16, INT64 = 0, 1, 2, 3, 4, 5, 6, 7, 8
-LINEAR, CHW2 = 0, 1
+LINEAR, CHW2, HWC8, CHW32, HWC, HWC16, DHWC8, DHWC = 0, 1, 2, 5, 8, 11, 6, 12  # TensorFormat values
 PF_FLOAT16, PF_FLOAT32, PF_FLOAT64, PF_INT8, PF_INT16, PF_INT32, PF_CHAR, PF_DIMS, PF_UNKNOWN, PF_BF16, PF_INT64 = range(11)
 _PF = {"CHAR": PF_CHAR, "FLOAT32": PF_FLOAT32, "INT32": PF_INT32, "FLOAT16": PF_FLOAT16, "BF16": PF_BF16}
 
@@ -42,7 +42,8 @@ _SIGNATURES = {
     "th_terminate": (None, [_P]),
     "th_output_type": (_I, [_P, _I, _c.POINTER(_I), _I]),
     "th_output_dims": (_I, [_P, _I, _I, _L, _L]),
-    "th_supports": (_I, [_P, _I, _I, _I, _c.POINTER(_I), _c.POINTER(_I)]),
+    "th_supports": (_I, [_P, _I, _I, _I, _c.POINTER(_I), _c.POINTER(_I), _L]),
+    "th_set_formats": (None, [_P, _c.POINTER(_I), _I]),
     "th_configure": (_I, [_P, _I, _I, _c.POINTER(_I), _L]),
     "th_workspace": (_Z, [_P, _I, _I, _c.POINTER(_I), _L]),
     "th_enqueue": (_I, [_P, _I, _I, _c.POINTER(_I), _L, _c.POINTER(_P), _c.POINTER(_P), _P, _P]),
@@ -173,9 +174,16 @@ class Plugin:
         n = self.lib.th_output_dims(self.ptr, index, len(in_shapes), _dims(in_shapes), out)
         return None if n < 0 else tuple(out[1 : 1 + n])
 
-    def supports(self, pos: int, types: list[int], nb_inputs: int, formats: list[int] | None = None) -> bool:
+    def supports(self, pos: int, types: list[int], nb_inputs: int, formats: list[int] | None = None,
+                 shapes: list[tuple[int, ...]] | None = None) -> bool:
+        """shapes: every tensor's (build-time) dims; None: rank 0."""
         formats = formats or [LINEAR] * len(types)
-        return bool(self.lib.th_supports(self.ptr, pos, nb_inputs, len(types) - nb_inputs, _ints(types), _ints(formats)))
+        return bool(self.lib.th_supports(self.ptr, pos, nb_inputs, len(types) - nb_inputs, _ints(types), _ints(formats),
+                                         None if shapes is None else _dims(shapes)))
+
+    def set_formats(self, formats: list[int]) -> None:
+        """The TensorFormat of every input then output in the following configure / enqueue calls."""
+        self.lib.th_set_formats(self.ptr, _ints(formats), len(formats))
 
     def configure(self, types: list[int], shapes: list[tuple[int, ...]], nb_inputs: int) -> int:
         """Build time (-1 dims allowed); returns the V3 status (V2 returns nothing: 0)."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from plugin_harness import BF16, BOOL, CHW2, FLOAT, HALF, INT8, INT32, PF_CHAR, PF_FLOAT32
+from plugin_harness import (BF16, BOOL, CHW2, CHW32, DHWC, DHWC8, FLOAT, HALF, HWC, HWC8, HWC16, INT8, INT32, LINEAR,
+                            PF_CHAR, PF_FLOAT32)
 
 
 
@@ -57,6 +58,61 @@ def test_format_combinations_are_consistent(h, nb_in, nb_out):
         assert not p.supports(0, [bad] * n, nb_in)
     assert not p.supports(0, [HALF] * n, nb_in, formats=[CHW2] * n)
     assert not p.supports(n, [HALF] * n, nb_in)  # position out of range
+
+
+# (type, format, rank) GroupNorm takes besides linear: TensorRT's channels-last formats for that type
+CHANNELS_LAST = [(HALF, HWC8, 4), (BF16, HWC8, 4), (HALF, HWC16, 4), (FLOAT, HWC, 4), (HALF, DHWC8, 5), (BF16, DHWC8, 5),
+                 (FLOAT, DHWC, 5)]
+
+
+def group_norm(h, c=40, **kw):
+    return h.create_from("GroupNorm", num_groups=4, gamma=np.ones(c, np.float32), **kw)
+
+
+@pytest.mark.parametrize("t,fmt,rank", CHANNELS_LAST)
+def test_group_norm_takes_channels_last(h, t, fmt, rank):
+    """Channels-last formats for the types TensorRT defines them for, with every other input and output
+    in input 0's type and format; C must be known (the channel stride depends on it)."""
+    p = group_norm(h, output_sum=1)
+    shape = (2, 40) + (5,) * (rank - 2)
+    dyn = (-1, 40) + (-1,) * (rank - 2)
+    for dims in (shape, dyn):
+        assert p.supports(0, [t] * 3, 1, formats=[fmt] * 3, shapes=[dims] * 3)
+        assert p.supports(2, [t] * 3, 1, formats=[fmt] * 3, shapes=[dims] * 3)
+        assert not p.supports(1, [t] * 3, 1, formats=[fmt, LINEAR, fmt], shapes=[dims] * 3)  # formats mixed
+    skip = group_norm(h)  # x and a [N, C, 1, 1] skip alike
+    assert skip.supports(1, [t] * 3, 2, formats=[fmt] * 3, shapes=[shape, (2, 40) + (1,) * (rank - 2), shape])
+    assert not p.supports(0, [t] * 3, 1, formats=[fmt] * 3, shapes=[(2, -1) + shape[2:]] * 3)  # C unknown
+    assert not p.supports(0, [t] * 3, 1, formats=[fmt] * 3, shapes=[shape[:-1]] * 3)  # another rank
+
+
+def test_group_norm_refuses_other_formats(h):
+    p = group_norm(h)
+    four = [(2, 40, 5, 5)] * 2
+    for t, fmt in [(FLOAT, HWC8), (BF16, HWC16), (BF16, HWC), (HALF, HWC), (FLOAT, HWC16), (HALF, CHW32), (HALF, CHW2)]:
+        assert not p.supports(0, [t] * 2, 1, formats=[fmt] * 2, shapes=four), (t, fmt)
+    # a row of packs of a pixel wider than a CTA's threads: channels-first only
+    wide = group_norm(h, c=8192)
+    assert not wide.supports(0, [HALF] * 2, 1, formats=[HWC8] * 2, shapes=[(1, 8192, 4, 4)] * 2)
+    assert wide.supports(0, [HALF] * 2, 1, shapes=[(1, 8192, 4, 4)] * 2)
+
+
+@pytest.mark.parametrize("fmt", [HWC8, HWC])
+def test_other_ops_take_only_linear(h, fmt):
+    t = HALF if fmt == HWC8 else FLOAT
+    four = [(2, 16, 4, 16)] * 3
+    assert not norm(h).supports(0, [t] * 3, 2, formats=[fmt] * 3, shapes=four)
+    assert norm(h).supports(0, [t] * 3, 2, shapes=four)
+
+
+def test_group_norm_configures_channels_last(h):
+    """configure with a channels-last format plans (the device query skipped without a GPU) and the
+    workspace covers both designs."""
+    p = group_norm(h)
+    p.set_formats([HWC8, HWC8])
+    assert p.configure([HALF] * 2, [(-1, 40, 8, 8)] * 2, 1) == 0
+    assert p.configure([HALF] * 2, [(2, 40, 8, 8)] * 2, 1) == 0
+    assert p.workspace([HALF] * 2, [(2, 40, 8, 8)] * 2, 1) > 0
 
 
 def test_format_rejects_wrong_io_counts(h):

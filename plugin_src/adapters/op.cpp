@@ -13,6 +13,18 @@ bool toKernelType(nvinfer1::DataType t, DType& out) noexcept {
     }
 }
 
+bool toFormat(nvinfer1::TensorFormat f, Format& out) noexcept {
+    switch (f) {
+    case nvinfer1::TensorFormat::kLINEAR: out = Format::kLinear; return true;
+    case nvinfer1::TensorFormat::kHWC: out = Format::kHWC; return true;
+    case nvinfer1::TensorFormat::kHWC8: out = Format::kHWC8; return true;
+    case nvinfer1::TensorFormat::kHWC16: out = Format::kHWC16; return true;
+    case nvinfer1::TensorFormat::kDHWC: out = Format::kDHWC; return true;
+    case nvinfer1::TensorFormat::kDHWC8: out = Format::kDHWC8; return true;
+    default: return false;
+    }
+}
+
 const char* typeName(nvinfer1::DataType t) noexcept {
     switch (t) {
     case nvinfer1::DataType::kFLOAT: return "FP32";

@@ -16,6 +16,8 @@ namespace trtp {
 
 // Maps a TensorRT type to a kernel type; false for unsupported types.
 bool toKernelType(nvinfer1::DataType t, DType& out) noexcept;
+// Maps a TensorRT format to the declarations' own; false for formats no op takes.
+bool toFormat(nvinfer1::TensorFormat f, Format& out) noexcept;
 const char* typeName(nvinfer1::DataType t) noexcept;
 // Logs the current GPU's problem once; false when the GPU cannot run the kernels.
 bool gpuSupported(const char* plugin) noexcept;
@@ -51,15 +53,23 @@ class OpState : public OpRunner<Op> {
 public:
     using Base::Base;
 
-    // Linear FP32/FP16/BF16, one type for every input and output, on a GPU the build can run on.
+    // FP32/FP16/BF16 in linear format or one the op declares for input 0 (its dims), one type and one
+    // format for every input and output, on a GPU the build can run on.
     template <class Desc>
     bool supports(int32_t pos, const Desc* inOut, int32_t nbIn, int32_t nbOut) const noexcept {
         if (!gpuSupported(Op::kName)) return false;
         if (!inOut || !this->countsOk(nbIn, nbOut) || pos < 0 || pos >= nbIn + nbOut) return false;
         const auto& d = plainDesc(inOut[pos]);
+        const auto& x = plainDesc(inOut[0]);
         DType dt;
-        if (d.format != nvinfer1::TensorFormat::kLINEAR || !toKernelType(d.type, dt)) return false;
-        return pos == 0 || d.type == plainDesc(inOut[0]).type;
+        Format f;
+        if (!toKernelType(d.type, dt) || !toFormat(d.format, f)) return false;
+        if (pos > 0) return d.type == x.type && d.format == x.format;
+        try {
+            return formatOk<Op>(dt, f, toDims(d.dims));
+        } catch (...) {
+            return false;
+        }
     }
 
     // Counts and shapes (build-time -1 dims skipped); the per-shape choices.
@@ -68,9 +78,10 @@ public:
         this->checkCounts(nbIn, nbOut);
         check(in != nullptr, "null tensor descriptors");
         DType dt;
-        const bool known = toKernelType(plainDesc(in[0]).type, dt);
+        Format f;
+        const bool known = toKernelType(plainDesc(in[0]).type, dt) && toFormat(plainDesc(in[0]).format, f);
         Base::configure(dimsOf(in, nbIn, [](const auto& d) -> const auto& { return ownDims(d); }).data(), nbIn, nbOut,
-                        known ? std::optional<DType>(dt) : std::nullopt);
+                        known ? std::optional<DType>(dt) : std::nullopt, known ? f : Format::kLinear);
     }
 
     // Scratch bytes for the largest dims the descriptors stand for (0 for ops without the hook).
@@ -110,8 +121,15 @@ public:
             if (inputDesc[i].type != inputDesc[0].type) fail("input %d is %s, input 0 is %s", i, typeName(inputDesc[i].type), typeName(inputDesc[0].type));
         for (int32_t i = 0; i < this->nbOutputs(); ++i)
             if (outputDesc[i].type != inputDesc[0].type) fail("output %d is %s, input 0 is %s", i, typeName(outputDesc[i].type), typeName(inputDesc[0].type));
+        Format f;
+        if (!toFormat(inputDesc[0].format, f) || !formatOk<Op>(dt, f, toDims(inputDesc[0].dims)))
+            fail("input 0 has a format this plugin does not take (TensorFormat %d)", static_cast<int>(inputDesc[0].format));
+        for (int32_t i = 1; i < nbIn; ++i)
+            if (inputDesc[i].format != inputDesc[0].format) fail("input %d has another format than input 0", i);
+        for (int32_t i = 0; i < this->nbOutputs(); ++i)
+            if (outputDesc[i].format != inputDesc[0].format) fail("output %d has another format than input 0", i);
         std::array<TensorDesc, kMaxInputs> in{};
-        for (int32_t i = 0; i < nbIn && i < kMaxInputs; ++i) in[i] = {toDims(inputDesc[i].dims), dt};
+        for (int32_t i = 0; i < nbIn && i < kMaxInputs; ++i) in[i] = {toDims(inputDesc[i].dims), dt, f};
         Base::enqueue(dt, in.data(), inputs, outputs, workspace, stream);
         return 0;
     }

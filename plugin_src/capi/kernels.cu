@@ -95,6 +95,51 @@ TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_b
 
 TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups) { return trtp::groupNormWorkspaceSize(n, groups); }
 
+namespace {
+trtp::GroupNormShape residentShape(int layout, long long channel_stride, long long n, long long channels, long long spatial,
+                                   long long groups, int skip_mode) {
+    trtp::GroupNormShape s;
+    s.n = n, s.channels = channels, s.spatial = spatial, s.groups = groups;
+    s.layout = trtp::GroupNormLayout(layout), s.channelStride = channel_stride, s.skip = trtp::GroupNormSkip(skip_mode);
+    return s;
+}
+void putPlan(const trtp::GroupNormResidentPlan& p, long long* out) {
+    if (out) out[0] = p.grid, out[1] = p.per, out[2] = p.resident, out[3] = p.fused;
+}
+} // namespace
+
+TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_stride, const void* x, const void* skip,
+                                      int skip_mode, const float* bias, const float* gamma, const float* beta, void* y,
+                                      void* sum, void* workspace, size_t workspace_size, long long n, long long channels,
+                                      long long spatial, long long groups, float epsilon, int act, const long long* plan,
+                                      long long* ran, void* stream) {
+    trtp::GroupNormArgs a;
+    a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
+    a.workspace = workspace, a.workspaceSize = workspace_size;
+    a.n = n, a.channels = channels, a.spatial = spatial, a.groups = groups, a.epsilon = epsilon;
+    a.skipMode = trtp::GroupNormSkip(skip_mode), a.act = trtp::GroupNormAct(act);
+    a.layout = trtp::GroupNormLayout(layout), a.channelStride = channel_stride;
+    trtp::groupNormResidentDevice(); // what a configure does first: the kernels' shared memory limit on this GPU
+    if (plan) a.resident.grid = int(plan[0]), a.resident.per = plan[1], a.resident.resident = plan[2], a.resident.fused = plan[3] != 0;
+    else a.resident = trtp::groupNormResidentConfigure(trtp::DType(dtype), residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode), true);
+    trtp::GroupNormResidentPlan done;
+    const cudaError_t e = trtp::launchGroupNormResident(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream), &done);
+    putPlan(done, ran);
+    return int(e);
+}
+
+TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
+                                            long long spatial, long long groups, int skip_mode, int configured,
+                                            long long* plan) {
+    const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
+    putPlan(configured ? trtp::groupNormResidentConfigure(trtp::DType(dtype), s, true)
+                       : trtp::groupNormResidentPlan(trtp::DType(dtype), s, true), plan);
+}
+
+TRTP_API int trtp_group_norm_channels_last_ok(int dtype, long long channels, long long channel_stride) {
+    return trtp::groupNormChannelsLastOk(trtp::DType(dtype), channels, channel_stride) ? 1 : 0;
+}
+
 TRTP_API const char* trtp_error_string(int code) { return cudaGetErrorString(cudaError_t(code)); }
 
 TRTP_API int trtp_empty_launch(void* stream) {

@@ -53,6 +53,24 @@ TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_b
 
 TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups);
 
+// GroupNorm's resident design, either layout (0 channels-first, 1 channels-last with channel_stride
+// elements between pixels; 0: channels). plan (grid, per, resident, fused): one to force, or null: the
+// plugin's (groupNormResidentConfigure). ran (4 values, may be null): the plan that ran.
+TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_stride, const void* x, const void* skip,
+                                      int skip_mode, const float* bias, const float* gamma, const float* beta, void* y,
+                                      void* sum, void* workspace, size_t workspace_size, long long n, long long channels,
+                                      long long spatial, long long groups, float epsilon, int act, const long long* plan,
+                                      long long* ran, void* stream);
+
+// The resident plan (grid, per, resident, fused) into plan[4]: on the current GPU (configured 1), or the
+// two launches (0, the same everywhere).
+TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
+                                            long long spatial, long long groups, int skip_mode, int configured,
+                                            long long* plan);
+
+// Whether a channels-last shape has a kernel (groupNormChannelsLastOk): 1 or 0.
+TRTP_API int trtp_group_norm_channels_last_ok(int dtype, long long channels, long long channel_stride);
+
 TRTP_API const char* trtp_error_string(int code);
 
 // One launch of an empty kernel: the latency floor the benchmark compares small launches with.

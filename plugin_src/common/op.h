@@ -13,8 +13,11 @@
 //                      const void* const* inputs, void* const* outputs, cudaStream_t) const;
 // An op whose outputs are input 0's dims with the last divided declares (throws on a bad rank):
 //   int64_t lastDimDivisor(int32_t nbInputs) const;
+// An op that takes channels-last formats besides linear declares which, for input 0 (every other
+// input and output then has input 0's type and format; launch reads it from TensorDesc::format):
+//   static bool acceptsFormat(DType, Format, const Dims& x);  // x: build-time dims (-1 unknown)
 // An op that needs per-shape scratch memory declares instead of onConfigured and that launch:
-//   void onConfiguredDims(DType, const Dims* in, int32_t nbInputs);  // input 0's dims all known
+//   void onConfiguredDims(DType, Format, const Dims* in, int32_t nbInputs);  // input 0's dims all known
 //   size_t workspaceSize(const Dims* in, int32_t nbInputs) const;    // bytes for these dims and any smaller
 //   cudaError_t launch(..., const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t) const;
 // (the workspace comes from TensorRT: getWorkspaceSize of the profile's largest dims).
@@ -51,6 +54,20 @@ template <class Op, class = void> struct UsesWorkspace : std::false_type {};
 template <class Op>
 struct UsesWorkspace<Op, std::void_t<decltype(std::declval<const Op&>().workspaceSize(static_cast<const Dims*>(nullptr),
                                                                                          int32_t{}))>> : std::true_type {};
+
+// Whether an op takes formats besides linear.
+template <class Op, class = void> struct AcceptsFormats : std::false_type {};
+template <class Op>
+struct AcceptsFormats<Op, std::void_t<decltype(Op::acceptsFormat(DType{}, Format{}, std::declval<const Dims&>()))>>
+    : std::true_type {};
+
+// Whether an op's input 0 may have format f (linear: always).
+template <class Op> bool formatOk(DType dt, Format f, const Dims& x) {
+    if (f == Format::kLinear) return true;
+    if constexpr (AcceptsFormats<Op>::value) return Op::acceptsFormat(dt, f, x);
+    (void)dt, (void)x;
+    return false;
+}
 
 // Whether an op divides the last dim of its outputs.
 template <class Op, class = void> struct DividesLastDim : std::false_type {};

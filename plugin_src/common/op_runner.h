@@ -40,15 +40,16 @@ public:
     }
 
     // Counts and shapes (build-time -1 dims skipped); the per-shape choices for the I/O type dt
-    // (none when the type is not one the kernels take).
-    void configure(const Dims* in, int32_t nbIn, int32_t nbOut, std::optional<DType> dt) {
+    // (none when the type is not one the kernels take) and input 0's format.
+    void configure(const Dims* in, int32_t nbIn, int32_t nbOut, std::optional<DType> dt, Format format = Format::kLinear) {
         checkCounts(nbIn, nbOut);
         check(in != nullptr, "null tensor descriptors");
         mOp.checkDims(in, nbIn);
         const Dims& x = in[0];
         if constexpr (UsesWorkspace<Op>::value) {
-            if (dt && allKnown(x)) mOp.onConfiguredDims(*dt, in, nbIn);
+            if (dt && allKnown(x)) mOp.onConfiguredDims(*dt, format, in, nbIn);
         } else {
+            (void)format;
             if (dt && x.nbDims >= 1 && x.d[x.nbDims - 1] >= 0) mOp.onConfigured(*dt, x.d[x.nbDims - 1]);
         }
     }

@@ -73,11 +73,11 @@ Dims toDims(const int64_t* block) {
     return d;
 }
 
-PluginTensorDesc toDesc(const int64_t* block, int32_t type) {
+PluginTensorDesc toDesc(const int64_t* block, int32_t type, int32_t format) {
     PluginTensorDesc t{};
     t.dims = toDims(block);
     t.type = static_cast<DataType>(type);
-    t.format = TensorFormat::kLINEAR;
+    t.format = static_cast<TensorFormat>(format);
     t.scale = 1.f;
     return t;
 }
@@ -87,6 +87,8 @@ PluginTensorDesc toDesc(const int64_t* block, int32_t type) {
 struct Handle {
     IPluginV2DynamicExt* v2 = nullptr;
     IPluginV3* v3 = nullptr;
+    std::vector<int> formats; // of inputs then outputs in configure / enqueue (th_set_formats); none: linear
+    int format(int i) const { return i < static_cast<int>(formats.size()) ? formats[static_cast<size_t>(i)] : 0; }
     IPluginV3OneBuild* build() const { return static_cast<IPluginV3OneBuild*>(v3->getCapabilityInterface(PluginCapabilityType::kBUILD)); }
     IPluginV3OneRuntime* runtime() const { return static_cast<IPluginV3OneRuntime*>(v3->getCapabilityInterface(PluginCapabilityType::kRUNTIME)); }
     const char* name() const {
@@ -144,18 +146,18 @@ IPluginV3* decodeFields(const char* name, const char* data, size_t len) {
     return c ? c->createPlugin(name, &fc, TensorRTPhase::kRUNTIME) : nullptr;
 }
 
-std::vector<DynamicPluginTensorDesc> dynDescs(int n, const int* types, const int64_t* dims) {
+std::vector<DynamicPluginTensorDesc> dynDescs(const Handle* h, int n, const int* types, const int64_t* dims) {
     std::vector<DynamicPluginTensorDesc> d(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
-        d[i].desc = toDesc(dims + i * kDimsBlock, types[i]);
+        d[i].desc = toDesc(dims + i * kDimsBlock, types[i], h->format(i));
         d[i].min = d[i].max = d[i].opt = d[i].desc.dims;
     }
     return d;
 }
 
-std::vector<PluginTensorDesc> descs(int n, const int* types, const int64_t* dims) {
+std::vector<PluginTensorDesc> descs(const Handle* h, int n, const int* types, const int64_t* dims) {
     std::vector<PluginTensorDesc> d(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) d[i] = toDesc(dims + i * kDimsBlock, types[i]);
+    for (int i = 0; i < n; ++i) d[i] = toDesc(dims + i * kDimsBlock, types[i], h->format(i));
     return d;
 }
 
@@ -252,20 +254,25 @@ TH_EXPORT int th_output_dims(void* p, int index, int nbIn, const int64_t* inDims
     return out.nbDims;
 }
 
-TH_EXPORT int th_supports(void* p, int pos, int nbIn, int nbOut, const int* types, const int* formats) {
+// dims: (nbIn + nbOut) blocks (build-time style, -1 allowed), or null: rank 0.
+TH_EXPORT int th_supports(void* p, int pos, int nbIn, int nbOut, const int* types, const int* formats, const int64_t* dims) {
     std::vector<DynamicPluginTensorDesc> d(static_cast<size_t>(nbIn + nbOut));
     std::vector<PluginTensorDesc> plain(static_cast<size_t>(nbIn + nbOut));
     for (int i = 0; i < nbIn + nbOut; ++i) {
         plain[i].type = d[i].desc.type = static_cast<DataType>(types[i]);
         plain[i].format = d[i].desc.format = static_cast<TensorFormat>(formats[i]);
+        if (dims) plain[i].dims = d[i].desc.dims = d[i].min = d[i].opt = d[i].max = toDims(dims + i * kDimsBlock);
     }
     if (H(p)->v3) return H(p)->build()->supportsFormatCombination(pos, d.data(), nbIn, nbOut) ? 1 : 0;
     return H(p)->v2->supportsFormatCombination(pos, plain.data(), nbIn, nbOut) ? 1 : 0;
 }
 
+// The formats (TensorFormat values, inputs then outputs) the following configure / enqueue calls give.
+TH_EXPORT void th_set_formats(void* p, const int* formats, int n) { H(p)->formats.assign(formats, formats + n); }
+
 // dims: (nbIn + nbOut) blocks; build-time style (-1 allowed) descriptors. Returns the V3 status (V2: 0).
 TH_EXPORT int th_configure(void* p, int nbIn, int nbOut, const int* types, const int64_t* dims) {
-    auto d = dynDescs(nbIn + nbOut, types, dims);
+    auto d = dynDescs(H(p), nbIn + nbOut, types, dims);
     if (H(p)->v3) return H(p)->build()->configurePlugin(d.data(), nbIn, d.data() + nbIn, nbOut);
     H(p)->v2->configurePlugin(d.data(), nbIn, d.data() + nbIn, nbOut);
     return 0;
@@ -273,17 +280,17 @@ TH_EXPORT int th_configure(void* p, int nbIn, int nbOut, const int* types, const
 
 // Run-time shapes: V3 onShapeChange; V2 has none (configurePlugin with the real dims, as TensorRT 8+ does).
 TH_EXPORT int th_shape_change(void* p, int nbIn, int nbOut, const int* types, const int64_t* dims) {
-    auto d = descs(nbIn + nbOut, types, dims);
+    auto d = descs(H(p), nbIn + nbOut, types, dims);
     if (H(p)->v3) return H(p)->runtime()->onShapeChange(d.data(), nbIn, d.data() + nbIn, nbOut);
     return th_configure(p, nbIn, nbOut, types, dims);
 }
 
 TH_EXPORT size_t th_workspace(void* p, int nbIn, int nbOut, const int* types, const int64_t* dims) {
     if (H(p)->v3) {
-        auto d = dynDescs(nbIn + nbOut, types, dims);
+        auto d = dynDescs(H(p), nbIn + nbOut, types, dims);
         return H(p)->build()->getWorkspaceSize(d.data(), nbIn, d.data() + nbIn, nbOut);
     }
-    auto d = descs(nbIn + nbOut, types, dims);
+    auto d = descs(H(p), nbIn + nbOut, types, dims);
     return H(p)->v2->getWorkspaceSize(d.data(), nbIn, d.data() + nbIn, nbOut);
 }
 
@@ -298,14 +305,14 @@ int enqueueWith(void* p, const std::vector<PluginTensorDesc>& d, int nbIn, void*
 
 TH_EXPORT int th_enqueue(void* p, int nbIn, int nbOut, const int* types, const int64_t* dims, void** inputs,
                          void** outputs, void* workspace, void* stream) {
-    return enqueueWith(p, descs(nbIn + nbOut, types, dims), nbIn, inputs, outputs, workspace, stream);
+    return enqueueWith(p, descs(H(p), nbIn + nbOut, types, dims), nbIn, inputs, outputs, workspace, stream);
 }
 
 // Host time of one enqueue in microseconds, the median of `reps` timings of `iters` back-to-back
 // enqueues (no GPU wait: what the plugin costs the thread that enqueues); -1 if one fails.
 TH_EXPORT double th_enqueue_host_us(void* p, int nbIn, int nbOut, const int* types, const int64_t* dims,
                                     void** inputs, void** outputs, void* workspace, void* stream, int iters, int reps) {
-    auto d = descs(nbIn + nbOut, types, dims);
+    auto d = descs(H(p), nbIn + nbOut, types, dims);
     std::vector<double> us;
     for (int r = 0; r < reps; ++r) {
         const auto t0 = std::chrono::steady_clock::now();

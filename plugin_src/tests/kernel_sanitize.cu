@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "../ops/bias_activation/bias_activation.h"
@@ -68,11 +69,15 @@ void skipNorms(trtp::DType dt, long long rows, long long hidden, size_t off, siz
 
 } // namespace
 
-int main() {
+// argv[1], if given: only that part (rows: BiasActivation and SkipNorm; gated; group_norm;
+// group_norm_resident).
+int main(int argc, char** argv) {
+    const std::string only = argc > 1 ? argv[1] : "";
+    const auto want = [&](const char* part) { return only.empty() || only == part; };
     const long long hiddens[] = {1, 7, 64, 320, 768, 1001, 2048, 4096, 8190, 12001, 16384, 20000};
     const long long rowsList[] = {0, 1, 3};
     const trtp::DType dts[] = {trtp::DType::kFloat32, trtp::DType::kFloat16, trtp::DType::kBFloat16};
-    for (trtp::DType dt : dts) {
+    if (want("rows")) for (trtp::DType dt : dts) {
         const size_t es = elemSize(dt);
         for (long long hidden : hiddens) {
             for (long long rows : rowsList) {
@@ -93,7 +98,7 @@ int main() {
         }
     }
     // SkipNorm launches past the small-launch limit (2^20 elements) run the large-row variants
-    for (trtp::DType dt : dts) {
+    if (want("rows")) for (trtp::DType dt : dts) {
         const size_t es = elemSize(dt);
         for (long long hidden : {4096LL, 4100LL, 12289LL}) skipNorms(dt, (1LL << 20) / hidden + 1, hidden, 0, 0);
         skipNorms(dt, (1LL << 20) / 4096 + 1, 4096, es, 0); // misaligned rows
@@ -102,7 +107,7 @@ int main() {
     // activated, every activation, biases on and off, odd widths and an unaligned offset (scalar path)
     const trtp::Activation gatedActs[] = {trtp::Activation::kRelu, trtp::Activation::kGelu,
                                           trtp::Activation::kGeluTanh, trtp::Activation::kSilu};
-    for (trtp::DType dt : dts) {
+    if (want("gated")) for (trtp::DType dt : dts) {
         const size_t es = elemSize(dt);
         for (long long width : {1LL, 7LL, 8LL, 64LL, 1001LL, 4096LL, 12001LL}) {
             for (long long rows : rowsList) {
@@ -136,7 +141,7 @@ int main() {
                                      {2, 32, 4096, 8}};
     const trtp::GroupNormDevice dev = trtp::groupNormDevice();
     std::printf("GroupNorm: %s (max cluster %d)\n", dev.maxCluster ? "clusters" : "two launches only", dev.maxCluster);
-    for (trtp::DType dt : dts) {
+    if (want("group_norm")) for (trtp::DType dt : dts) {
         const size_t es = elemSize(dt);
         for (const auto& sh : gnShapes) {
             const long long n = sh[0], c = sh[1], hw = sh[2], g = sh[3], size = c / g * hw;
@@ -180,6 +185,66 @@ int main() {
                                 std::printf("FAIL group_norm: plan (%lld, %lld, %d) ran as (%lld, %lld, %d)\n",
                                             (long long)plan.chunks, (long long)plan.chunkLen, int(plan.cluster),
                                             (long long)ran.chunks, (long long)ran.chunkLen, int(ran.cluster));
+                                ++failures;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // GroupNorm's resident design: channels-last (channel stride = C, padded to 8 and 16) and, forced,
+    // channels-first; the same shapes, skips and variants, in place too; each through the plan the plugin
+    // picks, half of each range on chip, and the two launches
+    const trtp::GroupNormResidentDevice rdev = trtp::groupNormResidentDevice();
+    std::printf("GroupNorm resident: %s\n", rdev.sms ? "cooperative launches" : "two launches only");
+    if (want("group_norm_resident")) for (trtp::DType dt : dts) {
+        const size_t es = elemSize(dt);
+        for (const auto& sh : gnShapes) {
+            const long long n = sh[0], c = sh[1], hw = sh[2], g = sh[3];
+            for (long long pad : {0, 1, 8, 16}) { // 0: channels-first
+                const long long cs = pad ? (c + pad - 1) / pad * pad : c;
+                const size_t total = size_t(n * hw * cs);
+                Buf x(total * es, 0), skip(total * es, 0), y(total * es, 0), s(total * es, 0);
+                Buf chan(size_t(n * cs) * es, 0), w(size_t(c) * 4, 0);
+                const size_t wsBytes = trtp::groupNormWorkspaceSize(n > 0 ? n : 1, g);
+                Buf ws(wsBytes, 0);
+                for (int mode = 0; mode < 3; ++mode) {
+                    trtp::GroupNormShape shape;
+                    shape.n = n, shape.channels = c, shape.spatial = hw, shape.groups = g;
+                    shape.layout = pad ? trtp::GroupNormLayout::kChannelsLast : trtp::GroupNormLayout::kChannelsFirst;
+                    shape.channelStride = pad ? cs : 0, shape.skip = trtp::GroupNormSkip(mode);
+                    if (pad && !trtp::groupNormChannelsLastOk(dt, c, cs)) continue;
+                    std::vector<trtp::GroupNormResidentPlan> plans = {trtp::groupNormResidentConfigure(dt, shape, true),
+                                                                      trtp::groupNormResidentPlan(dt, shape, true)};
+                    if (plans[0].fused && plans[0].per > 1) {
+                        trtp::GroupNormResidentPlan half = plans[0];
+                        const long long align = pad ? 1 : 16 / static_cast<long long>(es);
+                        half.resident = half.per / 2 / align * align;
+                        if (half.resident < plans[0].resident) plans.push_back(half);
+                    }
+                    for (const trtp::GroupNormResidentPlan& plan : plans) {
+                        for (int inPlace = 0; inPlace < 2; ++inPlace) {
+                            trtp::GroupNormArgs a;
+                            a.x = x.p();
+                            a.skipMode = shape.skip;
+                            a.skip = mode == 1 ? skip.p() : mode == 2 ? chan.p() : nullptr;
+                            a.bias = mode ? static_cast<const float*>(w.p()) : nullptr;
+                            a.gamma = a.beta = static_cast<const float*>(w.p());
+                            a.y = inPlace ? x.p() : y.p();
+                            a.sum = !mode ? nullptr : inPlace && mode == 1 ? skip.p() : s.p();
+                            a.workspace = ws.p(), a.workspaceSize = wsBytes;
+                            a.n = n, a.channels = c, a.spatial = hw, a.groups = g;
+                            a.layout = shape.layout, a.channelStride = shape.channelStride;
+                            a.act = trtp::GroupNormAct(mode % 2);
+                            a.resident = plan;
+                            trtp::GroupNormResidentPlan ran;
+                            check(trtp::launchGroupNorm(dt, a, 0, nullptr, &ran),
+                                  plan.fused ? "group_norm resident fused" : "group_norm resident", n * c, hw);
+                            if (total && plan.grid && (ran.grid != plan.grid || ran.resident != plan.resident)) {
+                                std::printf("FAIL group_norm resident: plan (%d, %lld, %lld) ran as (%d, %lld, %lld)\n",
+                                            plan.grid, (long long)plan.per, (long long)plan.resident, ran.grid,
+                                            (long long)ran.per, (long long)ran.resident);
                                 ++failures;
                             }
                         }

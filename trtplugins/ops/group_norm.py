@@ -397,47 +397,129 @@ def workspace_size(n: int, groups: int) -> int:
     return kernels.load().trtp_group_norm_workspace(n, groups)
 
 
+#: GroupNormLayout ids
+LAYOUTS = {"channels_first": 0, "channels_last": 1}
+
+
+def channel_stride(t) -> int | None:
+    """The pixel stride of a logical N, C, spatial... tensor stored channels-last (channels contiguous,
+    pixels `cs` >= C elements apart in order, as torch.channels_last or a view of a [N, spatial..., cs]
+    buffer); None where it is not stored so."""
+    if t.dim() < 3 or t.stride(1) != 1:
+        return None
+    cs = t.stride(-1)
+    expect = cs
+    for d in range(t.dim() - 1, 1, -1):
+        if t.stride(d) != expect and t.shape[d] > 1:
+            return None
+        expect *= t.shape[d]
+    return cs if cs >= t.shape[1] and (t.shape[0] == 1 or t.stride(0) == expect) else None
+
+
+def empty_like(x):
+    """An uninitialized tensor laid out as x: contiguous, or channels-last with x's channel stride (its
+    whole [N, spatial..., cs] buffer, the pad included, allocated)."""
+    import torch
+
+    cs = None if x.is_contiguous() else channel_stride(x)
+    if cs is None:
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+    buf = torch.empty((x.shape[0],) + tuple(x.shape[2:]) + (cs,), dtype=x.dtype, device=x.device)
+    return buf[..., : x.shape[1]].permute(0, x.dim() - 1, *range(1, x.dim() - 1))
+
+
+def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
+                  layout="channels_first", stride: int = 0, configured: bool = True) -> tuple[int, int, int, bool]:
+    """(grid, per, resident, fused): the resident design's plan on the current GPU (configured), or its
+    two launches (the same everywhere)."""
+    out = (ctypes.c_longlong * 4)()
+    kernels.load().trtp_group_norm_resident_plan(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,
+                                                 groups, skip_mode_id(skip_mode), int(configured), out)
+    return out[0], out[1], out[2], bool(out[3])
+
+
+def channels_last_ok(dtype, channels: int, stride: int = 0) -> bool:
+    """Whether a channels-last shape has a kernel (a row of packs of a pixel within a CTA's threads)."""
+    return bool(kernels.load().trtp_group_norm_channels_last_ok(kernels.dtype_id(dtype), channels, stride))
+
+
 def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activation: str = "none",
-               epsilon: float = EPSILON, output_sum: bool = False, out=None, sum_out=None, workspace=None,
-               plan: tuple | None = None, return_plan: bool = False):
+           epsilon: float = EPSILON, output_sum: bool = False, out=None, sum_out=None, workspace=None,
+           plan: tuple | None = None, resident: tuple | bool = False, return_plan: bool = False):
     """s = x (+ bias[c]) (+ skip); y = act(GroupNorm(s) * gamma + beta) over x = N, C, spatial...
-    Returns y, or (y, s) with output_sum; with return_plan, (that, the plan that ran). skip: like x
-    or [N, C, 1, ...]. workspace: a CUDA uint8 tensor of at least workspace_size(N, num_groups)
-    bytes (allocated when None). plan: (chunks, chunk_len[, cluster]) to force (None: the plugin's,
-    plan on this GPU, looked up once per shape)."""
+    Returns y, or (y, s) with output_sum; with return_plan, (that, the plan that ran). x contiguous
+    (channels-first) or stored channels-last (channel_stride(x): skip, out, sum_out laid out alike;
+    a per-channel skip [N, C, 1, ...] with the same channel stride). skip: like x or [N, C, 1, ...].
+    workspace: a CUDA uint8 tensor of at least workspace_size(N, num_groups) bytes (allocated when
+    None). The design: channels-first the split one, plan (chunks, chunk_len[, cluster]) to force it
+    (None: the plugin's, looked up once per shape); channels-last, or resident True / a plan
+    (grid, per, resident, fused) channels-first, the resident one (True: the plugin's)."""
     import torch
 
     if x.dim() < 3:
         raise ValueError(f"x must be N, C, spatial... (rank >= 3); got {tuple(x.shape)}")
     n, c = x.shape[0], x.shape[1]
     spatial = x.numel() // (n * c) if n * c else 0
-    y = torch.empty_like(x) if out is None else out
-    s = (torch.empty_like(x) if sum_out is None else sum_out) if output_sum else None
+    cs = None if x.is_contiguous() else channel_stride(x)
+    if cs is None and not x.is_contiguous():
+        raise ValueError("x must be contiguous or stored channels-last (channels contiguous, pixels in order)")
+    y = empty_like(x) if out is None else out
+    s = (empty_like(x) if sum_out is None else sum_out) if output_sum else None
+    for t, name in ((y, "out"), (s, "sum_out")):
+        if t is not None and (t.shape != x.shape or t.dtype != x.dtype or _stride_of(t) != cs):
+            raise ValueError(f"{name} must be laid out as x ({tuple(x.shape)}, {x.dtype}, channel stride {cs})")
     skip_ptr, mode = 0, "none"
     if skip is not None:
-        if skip.shape == x.shape:
-            skip_ptr, mode = kernels.data(skip, "skip", x), "full"
-        elif tuple(skip.shape) == (n, c) + (1,) * (x.dim() - 2) and skip.dtype == x.dtype:
-            skip_ptr, mode = kernels.data(skip, "skip"), "per_channel"
+        per_channel = (n, c) + (1,) * (x.dim() - 2)
+        if skip.shape == x.shape and skip.dtype == x.dtype and _stride_of(skip) == cs:
+            skip_ptr, mode = skip.data_ptr(), "full"
+        elif tuple(skip.shape) == per_channel and skip.dtype == x.dtype and skip.stride(1) == 1 and (
+                n == 1 or skip.stride(0) == (cs or c)):
+            skip_ptr, mode = skip.data_ptr(), "per_channel"
         else:
-            raise ValueError(f"skip {tuple(skip.shape)} must be like x {tuple(x.shape)} or [N, C, 1, ...]")
+            raise ValueError(f"skip {tuple(skip.shape)} must be laid out as x {tuple(x.shape)}, or be [N, C, 1, ...]")
+    if not x.is_cuda or (skip is not None and not skip.is_cuda):
+        raise ValueError("x and skip must be CUDA tensors")
     size = workspace_size(max(n, 1), num_groups)
     if workspace is None:
         workspace = torch.empty(size, dtype=torch.uint8, device=x.device)
     dtype = kernels.dtype_name(x)
+    args = (kernels.weight(bias, "bias", c), kernels.weight(gamma, "gamma", c), kernels.weight(beta, "beta", c),
+            y.data_ptr(), 0 if s is None else s.data_ptr(), workspace.data_ptr(), workspace.numel(), n, c, spatial,
+            num_groups, float(epsilon), activation, kernels.stream_of(x))
     with torch.cuda.device(x.device):
-        if plan is None:
-            plan = (0, 0, False)
-            if n * c * spatial and num_groups > 0 and c % num_groups == 0:
-                plan = _device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
-        ran = raw_kernel(
-            dtype, kernels.data(x, "x"), skip_ptr, mode, kernels.weight(bias, "bias", c),
-            kernels.weight(gamma, "gamma", c), kernels.weight(beta, "beta", c), kernels.data(y, "out", x),
-            0 if s is None else kernels.data(s, "sum_out", x), workspace.data_ptr(), workspace.numel(), n, c, spatial,
-            num_groups, float(epsilon), activation, kernels.stream_of(x), plan,
-        )
+        if cs is not None or resident is not False:
+            forced = None if resident in (True, False) else tuple(resident)
+            ran = raw_resident(dtype, "channels_first" if cs is None else "channels_last", cs or 0, x.data_ptr(),
+                               skip_ptr, mode, *args, plan=forced)
+        else:
+            if plan is None:
+                plan = (0, 0, False)
+                if n * c * spatial and num_groups > 0 and c % num_groups == 0:
+                    plan = _device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
+            ran = raw_kernel(dtype, x.data_ptr(), skip_ptr, mode, *args, plan)
     result = (y, s) if output_sum else y
     return (result, ran) if return_plan else result
+
+
+def _stride_of(t) -> int | None:
+    return None if t.is_contiguous() else channel_stride(t)
+
+
+def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int,
+                 sum_out: int, workspace: int, workspace_size: int, n: int, channels: int, spatial: int, groups: int,
+                 epsilon: float, activation, stream: int = 0, plan: tuple | None = None) -> tuple[int, int, int, bool]:
+    """Launches GroupNorm's resident design; returns the plan that ran (grid, per, resident, fused).
+    plan: one to force, None: the plugin's (resident_plan)."""
+    ran = (ctypes.c_longlong * 4)()
+    forced = None if plan is None else (ctypes.c_longlong * 4)(*(int(v) for v in plan))
+    code = kernels.load().trtp_group_norm_resident(
+        kernels.dtype_id(dtype), LAYOUTS[layout], stride, x, skip or None, skip_mode_id(skip_mode), bias or None, gamma,
+        beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels, spatial, groups, epsilon,
+        kernels.lookup(ACTIVATION_IDS, activation, "activation"), forced, ran, stream or None,
+    )
+    kernels.check(code, "group_norm")
+    return ran[0], ran[1], ran[2], bool(ran[3])
 
 
 @functools.lru_cache(maxsize=256)

@@ -191,15 +191,26 @@ GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t gr
     return !p.cluster || clusterFits(dt, skip, p) ? p : groupNormPlan(dt, n, groups, groupSize, skip);
 }
 
-// Partials: at most total * ceil(kTargetCtas / total) <= kTargetCtas + total (float2 each),
-// then one shift per group; the shifts start 256-byte aligned.
-size_t groupNormWorkspaceSize(int64_t n, int64_t groups) {
+// The split design's partials: at most total * ceil(kTargetCtas / total) <= kTargetCtas + total
+// (float2 each), then one shift per group; the shifts start 256-byte aligned.
+size_t splitWorkspaceSize(int64_t n, int64_t groups) {
     if (n < 1 || groups < 1) return 0;
     const size_t total = size_t(n) * size_t(groups);
     return roundUp((size_t(kTargetCtas) + total) * sizeof(float2)) + roundUp(total * sizeof(float));
 }
 
-cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran) {
+size_t groupNormWorkspaceSize(int64_t n, int64_t groups) {
+    const size_t split = splitWorkspaceSize(n, groups), resident = groupNormResidentWorkspaceSize(n, groups);
+    return split > resident ? split : resident;
+}
+
+cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran,
+                            GroupNormResidentPlan* ranResident) {
+    if (ran) *ran = {};
+    if (ranResident) *ranResident = {};
+    if (args.layout == GroupNormLayout::kChannelsLast || args.resident.grid > 0)
+        return launchGroupNormResident(dt, args, stream, ranResident);
+    if (args.layout != GroupNormLayout::kChannelsFirst) return cudaErrorInvalidValue;
     const int64_t n = args.n, c = args.channels, hw = args.spatial, g = args.groups;
     if (n < 0 || c < 0 || hw < 0 || g < 1 || c % g || !(args.epsilon >= 0.f)) return cudaErrorInvalidValue;
     if (args.act != GroupNormAct::kNone && args.act != GroupNormAct::kSilu) return cudaErrorInvalidValue;
@@ -216,7 +227,7 @@ cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t st
     GroupNormPlan plan = planOk(args.plan, dt, args.skipMode, total, groupSize) ? args.plan : twoLaunches;
     if (hw > kMaxIndex || c / g > kMaxIndex) return cudaErrorInvalidValue;
     const size_t partialBytes = roundUp(size_t((kTargetCtas + total) * int64_t(sizeof(float2))));
-    if (!args.workspace || args.workspaceSize < groupNormWorkspaceSize(n, g) || (reinterpret_cast<uintptr_t>(args.workspace) & 7u))
+    if (!args.workspace || args.workspaceSize < splitWorkspaceSize(n, g) || (reinterpret_cast<uintptr_t>(args.workspace) & 7u))
         return cudaErrorInvalidValue;
     const int vecElems = dt == DType::kFloat32 ? 4 : 8;
     const bool vec = hw % vecElems == 0 && aligned16(args.x) && aligned16(args.y) && (!args.sum || aligned16(args.sum)) &&

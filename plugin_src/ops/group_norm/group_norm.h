@@ -1,8 +1,17 @@
-// GroupNorm over NCHW (any rank >= 3: N, C, spatial...): s = x (+ bias[c]) (+ skip);
-// y = act((s - mean_g) / sqrt(var_g + eps) * gamma[c] + beta[c]); FP32 statistics.
-// Two paths (group_norm.cu): on sm_90+ one launch, each group split across the CTAs of a thread-block
-// cluster that hold their chunks in shared memory and exchange partial statistics through distributed
-// shared memory; elsewhere, and for groups a cluster cannot hold, two launches through a workspace.
+// GroupNorm over N, C, spatial... (rank >= 3): s = x (+ bias[c]) (+ skip);
+// y = act((s - mean_g) / sqrt(var_g + eps) * gamma[c] + beta[c]); FP32 statistics. Two layouts:
+//   channels-first (TensorRT kLINEAR): x[n][c][p];
+//   channels-last (kHWC8, kHWC16, kHWC, kDHWC8, kDHWC): x[n][p][cs], the channels padded to a stride
+//   cs >= C; the pad is never read into the statistics and is written as zero in y and s.
+// Two designs:
+//   split (channels-first; group_norm.cu, kernels.cuh): each group split into chunks of one CTA; on
+//     sm_90+ one launch whose chunks of a group form a thread-block cluster (distributed shared
+//     memory), else two launches through a workspace;
+//   resident (either layout; resident.cu, resident.cuh): each CTA owns a contiguous range of the
+//     tensor and keeps what fits of it in shared memory; one cooperative launch with a grid-wide
+//     barrier between the statistics and the normalization, or two launches.
+// The plugin picks per shape (measured: RESULTS.md, GroupNorm): channels-first the split design,
+// channels-last the resident one.
 #pragma once
 #include <cuda_runtime_api.h>
 #include <cstddef>
@@ -16,6 +25,46 @@ enum class GroupNormAct : int32_t { kNone = 0, kSilu = 1 };
 
 // How a skip input is added: none, like x, or one value per (n, c) ([N, C, 1, ...]: a time embedding).
 enum class GroupNormSkip : int32_t { kNone = 0, kFull = 1, kPerChannel = 2 };
+
+enum class GroupNormLayout : int32_t { kChannelsFirst = 0, kChannelsLast = 1 };
+
+// A problem as the resident design sees it.
+struct GroupNormShape {
+    int64_t n = 0, channels = 0, spatial = 0; // spatial = product of the dims after C
+    int64_t groups = 1;
+    GroupNormLayout layout = GroupNormLayout::kChannelsFirst;
+    int64_t channelStride = 0; // channels-last: elements between pixels (>= channels; 0: channels)
+    GroupNormSkip skip = GroupNormSkip::kNone;
+};
+
+// The resident design's split: `grid` CTAs, each a contiguous range of `per` units (an element
+// channels-first, a pixel channels-last) whose last `resident` stay in shared memory between the
+// statistics and the normalization (the rest is read twice, the second time mostly from L2).
+struct GroupNormResidentPlan {
+    int32_t grid = 0;
+    int64_t per = 0, resident = 0;
+    bool fused = false; // one cooperative launch (every CTA resident at once), else two launches
+};
+
+// What the resident design needs to know about a GPU.
+struct GroupNormResidentDevice {
+    int32_t sms = 0;          // multiprocessors (0: no cooperative launch, two launches)
+    int32_t smemPerBlock = 0; // dynamic shared memory a CTA may opt into
+};
+GroupNormResidentDevice groupNormResidentDevice() noexcept;
+
+// The resident plan for a shape: a pure function of its arguments (dev {}: two launches). aligned:
+// every pointer 16-byte aligned. A grid of 0: no plan (a channels-last row of packs wider than a
+// CTA's threads, or segments too short for a CTA's shared arrays).
+GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, bool aligned,
+                                            const GroupNormResidentDevice& dev = {});
+// What the plugin picks when configured: the plan on this GPU, fused where the GPU can hold a CTA of
+// it on each multiprocessor (occupancy), else two launches.
+GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept;
+
+// Whether a channels-last shape has a kernel: a row of 16-byte packs (or of elements) of a pixel fits
+// a CTA's threads.
+bool groupNormChannelsLastOk(DType dt, int64_t channels, int64_t channelStride);
 
 // How each group is split across CTAs, chosen when the plugin is configured.
 struct GroupNormPlan {
@@ -48,9 +97,9 @@ GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSi
 // when the GPU can run one of its clusters (cudaOccupancyMaxActiveClusters), else the two launches.
 GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip) noexcept;
 
-// Workspace bytes for every shape with at most n * groups groups (any group size): what
-// getWorkspaceSize returns for the largest shape of a profile. The cluster path needs none, but a
-// launch may fall back to two launches, so it is always asked for.
+// Workspace bytes for every shape with at most n * groups groups (any group size, either design):
+// what getWorkspaceSize returns for the largest shape of a profile. A fused or cluster launch may fall
+// back to two launches, so it is always asked for.
 size_t groupNormWorkspaceSize(int64_t n, int64_t groups);
 
 struct GroupNormArgs {
@@ -69,12 +118,22 @@ struct GroupNormArgs {
     GroupNormSkip skipMode = GroupNormSkip::kNone;
     GroupNormAct act = GroupNormAct::kNone;
     GroupNormPlan plan = {};      // groupNormConfigure(...) when configured; not a plan of this shape: two launches
+    GroupNormLayout layout = GroupNormLayout::kChannelsFirst;
+    int64_t channelStride = 0;    // channels-last: elements between pixels (x, skip, y, sum alike; 0: channels)
+    // The resident design's plan (groupNormResidentConfigure), for channels-last (required) or to force
+    // it channels-first; a grid of 0, or not a plan of this shape: its two launches.
+    GroupNormResidentPlan resident = {};
 };
 
 // n * channels * spatial == 0 launches nothing. Returns the launch status (never aborts);
-// cudaErrorInvalidValue for bad arguments (channels % groups, a short workspace, ...). A cluster plan
-// whose launch fails (another device or context than configured) runs as two launches instead.
-// `ran`: receives the plan that ran (tests, benchmarks).
-cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran = nullptr);
+// cudaErrorInvalidValue for bad arguments (channels % groups, a short workspace, ...). A cluster or
+// fused plan whose launch fails (another device or context than configured, an MPS share) runs as two
+// launches instead. `ran`, `ranResident`: the plan that ran (tests, benchmarks; {} for the other design).
+cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran = nullptr,
+                            GroupNormResidentPlan* ranResident = nullptr);
+
+// The resident design alone (launchGroupNorm calls it for channels-last or a resident plan).
+cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormResidentPlan* ran);
+size_t groupNormResidentWorkspaceSize(int64_t n, int64_t groups);
 
 } // namespace trtp

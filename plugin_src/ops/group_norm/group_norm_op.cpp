@@ -34,6 +34,24 @@ const OpSchema& GroupNormOp::schema() {
     return s;
 }
 
+bool GroupNormOp::acceptsFormat(DType dt, Format f, const Dims& x) {
+    const bool typeOk = f == Format::kHWC || f == Format::kDHWC ? dt == DType::kFloat32
+                        : f == Format::kHWC16                   ? dt == DType::kFloat16
+                                                                : dt != DType::kFloat32; // HWC8, DHWC8
+    if (!typeOk || x.nbDims != formatRank(f) || x.d[1] < 1) return false;
+    const int64_t pad = channelPad(f), c = x.d[1];
+    return groupNormChannelsLastOk(dt, c, (c + pad - 1) / pad * pad);
+}
+
+namespace {
+// The kernel's layout and channel stride for a format and channel count.
+void layoutOf(Format f, int64_t c, GroupNormLayout& layout, int64_t& stride) {
+    const int64_t pad = channelPad(f);
+    layout = pad ? GroupNormLayout::kChannelsLast : GroupNormLayout::kChannelsFirst;
+    stride = pad ? (c + pad - 1) / pad * pad : 0;
+}
+} // namespace
+
 void GroupNormOp::checkDims(const Dims* in, int32_t nbInputs) const {
     const auto& x = in[0];
     if (x.nbDims < 3) fail("input dims %s: rank %d, expected N, C, spatial... (rank >= 3)", dimsString(x).c_str(), x.nbDims);
@@ -71,13 +89,18 @@ GroupNormSkip GroupNormOp::skipMode(const Dims* skip, int64_t spatial) {
     return skipSpatial == spatial ? GroupNormSkip::kFull : GroupNormSkip::kPerChannel;
 }
 
-// The path and split for this shape, on this GPU (the device query happens here, never in enqueue).
-void GroupNormOp::onConfiguredDims(DType dt, const Dims* in, int32_t nbInputs) {
+// The design and split for this shape and format, on this GPU (the device query happens here, never
+// in enqueue). TensorRT's buffers are 256-byte aligned.
+void GroupNormOp::onConfiguredDims(DType dt, Format f, const Dims* in, int32_t nbInputs) {
     if (nbInputs > 1 && !allKnown(in[1])) return; // a later configure with every dim known plans
     int64_t n, c, spatial;
     shape(in[0], n, c, spatial);
-    const PlanKey key{dt, n, spatial, skipMode(nbInputs > 1 ? &in[1] : nullptr, spatial)};
-    mPlan = groupNormConfigure(dt, n, mP.numGroups, c / mP.numGroups * spatial, key.skip);
+    const PlanKey key{dt, f, n, spatial, skipMode(nbInputs > 1 ? &in[1] : nullptr, spatial)};
+    GroupNormShape s;
+    s.n = n, s.channels = c, s.spatial = spatial, s.groups = mP.numGroups, s.skip = key.skip;
+    layoutOf(f, c, s.layout, s.channelStride);
+    if (s.layout == GroupNormLayout::kChannelsLast) mResidentPlan = groupNormResidentConfigure(dt, s, true);
+    else mPlan = groupNormConfigure(dt, n, mP.numGroups, c / mP.numGroups * spatial, key.skip);
     mPlanKey = key;
 }
 
@@ -105,7 +128,11 @@ cudaError_t GroupNormOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs
     a.groups = mP.numGroups;
     a.epsilon = mP.epsilon;
     a.act = mP.act;
-    if (mPlanKey == PlanKey{dt, a.n, a.spatial, a.skipMode}) a.plan = mPlan; // else two launches (no query here)
+    layoutOf(in[0].format, a.channels, a.layout, a.channelStride);
+    if (mPlanKey == PlanKey{dt, in[0].format, a.n, a.spatial, a.skipMode}) { // else two launches (no query here)
+        a.plan = mPlan;
+        if (a.layout == GroupNormLayout::kChannelsLast) a.resident = mResidentPlan;
+    }
     if (!workspace) fail("no workspace (getWorkspaceSize asked for %zu bytes)", a.workspaceSize);
     return launchGroupNorm(dt, a, stream);
 }

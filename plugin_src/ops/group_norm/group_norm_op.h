@@ -1,5 +1,6 @@
-// GroupNorm: s = x (+ bias[c]) (+ skip); y = act(GN(s) * gamma + beta) over NCHW (rank >= 3);
-// optional output s. The op declaration (see common/op.h; it uses the workspace hooks).
+// GroupNorm: s = x (+ bias[c]) (+ skip); y = act(GN(s) * gamma + beta) over N, C, spatial... (rank >= 3);
+// optional output s. Linear, or channels-last (HWC8 / HWC16 / HWC, DHWC8 / DHWC) where the kernel has
+// it. The op declaration (see common/op.h; it uses the format and workspace hooks).
 #pragma once
 #include "../../common/op.h"
 #include "group_norm.h"
@@ -25,8 +26,11 @@ public:
 
     int32_t nbOutputs() const noexcept { return mP.outputSum ? 2 : 1; }
     HostWeights weights() const { return {&mP.gamma, &mP.beta, &mP.bias}; }
+    // Channels-last formats for the I/O types TensorRT defines them for, with C known and a row of
+    // packs of a pixel within a CTA's threads.
+    static bool acceptsFormat(DType dt, Format f, const Dims& x);
     void checkDims(const Dims* in, int32_t nbInputs) const;
-    void onConfiguredDims(DType dt, const Dims* in, int32_t nbInputs);
+    void onConfiguredDims(DType dt, Format f, const Dims* in, int32_t nbInputs);
     size_t workspaceSize(const Dims* in, int32_t nbInputs) const;
     cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) const;
@@ -39,11 +43,15 @@ private:
     // The plan chosen when configured (groupNormConfigure: path and split), for that shape.
     struct PlanKey {
         DType dt = DType::kFloat32;
+        Format format = Format::kLinear;
         int64_t n = -1, spatial = -1;
         GroupNormSkip skip = GroupNormSkip::kNone;
-        bool operator==(const PlanKey& o) const { return dt == o.dt && n == o.n && spatial == o.spatial && skip == o.skip; }
+        bool operator==(const PlanKey& o) const {
+            return dt == o.dt && format == o.format && n == o.n && spatial == o.spatial && skip == o.skip;
+        }
     };
-    GroupNormPlan mPlan;
+    GroupNormPlan mPlan;                 // channels-first
+    GroupNormResidentPlan mResidentPlan; // channels-last
     PlanKey mPlanKey;
 };
 

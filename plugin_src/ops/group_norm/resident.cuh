@@ -1,4 +1,5 @@
-// GroupNorm, both layouts, one kernel (groupNormKernel) run as one cooperative launch or as two.
+// GroupNorm's resident design, device code (resident.cu plans and launches): one kernel
+// (residentKernel), both layouts, run as one cooperative launch or as two.
 //
 // Work split: the tensor is a row of units (an element channels-first, a pixel channels-last), cut into
 // `grid` contiguous ranges of `per` units, one per CTA. A segment is what one set of statistics covers:
@@ -22,12 +23,13 @@
 // per channel, and the CTA adds channels into groups through shared memory (any channels per group).
 // y and s may alias x or skip: each CTA reads every unit of its range before the barrier (resident) or
 // re-reads it itself before storing it, and no CTA stores outside its range.
+#pragma once
 #include "common.cuh"
 #include "group_norm.h"
 
 #include <cooperative_groups.h>
 
-#include <mutex>
+#include "packs.cuh"
 
 namespace trtp {
 namespace {
@@ -82,88 +84,7 @@ template <Src S, class T, int VEC> __device__ __forceinline__ Pack<T, VEC> fetch
     else return loadL2<S == Src::kKeep, T, VEC>(p);
 }
 
-template <class T> __device__ __forceinline__ float2 pairToFloat2(uint32_t w) {
-    if constexpr (std::is_same_v<T, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&w));
-    else return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u)); // BF16
-}
-
-template <class T> __device__ __forceinline__ uint32_t float2ToPair(float a, float b) {
-    if constexpr (std::is_same_v<T, __half>) {
-        const __half2 h = __floats2half2_rn(a, b);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    } else {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-        return *reinterpret_cast<const uint32_t*>(&h);
-    }
-}
-
-template <class T, int VEC> __device__ __forceinline__ void toFloats(const Pack<T, VEC>& p, float (&f)[VEC]) {
-    if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
-        const uint32_t* w = reinterpret_cast<const uint32_t*>(p.v);
-#pragma unroll
-        for (int i = 0; i < VEC / 2; ++i) {
-            const float2 v = pairToFloat2<T>(w[i]);
-            f[2 * i] = v.x, f[2 * i + 1] = v.y;
-        }
-    } else {
-        unpack(p, f);
-    }
-}
-
-// 16-byte packs stored evict-first: y and s are not read again here, x may still be.
-template <class T, int VEC> __device__ __forceinline__ void storeFloats(T* dst, const float (&f)[VEC]) {
-    if constexpr (sizeof(T) == 2 && VEC == 8) {
-        uint32_t w[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) w[i] = float2ToPair<T>(f[2 * i], f[2 * i + 1]);
-        __stcs(reinterpret_cast<uint4*>(dst), make_uint4(w[0], w[1], w[2], w[3]));
-    } else if constexpr (sizeof(T) == 4 && VEC == 4) {
-        __stcs(reinterpret_cast<float4*>(dst), make_float4(f[0], f[1], f[2], f[3]));
-    } else {
-        store<T, VEC>(dst, f);
-    }
-}
-
 __device__ __forceinline__ float silu(float v) { return __fdividef(v, 1.f + __expf(-v)); } // exp overflow -> 0
-
-// Sums of two values over the block; every thread gets them. `red`: 2 x 32 floats, free on entry.
-__device__ __forceinline__ float2 blockSum2(float a, float b, float (*red)[32]) {
-    a = warpSum(a);
-    b = warpSum(b);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) red[0][warp] = a, red[1][warp] = b;
-    __syncthreads();
-    const int nw = blockDim.x >> 5;
-    a = warpSum(lane < nw ? red[0][lane] : 0.f);
-    b = warpSum(lane < nw ? red[1][lane] : 0.f);
-    __syncthreads();
-    return make_float2(a, b);
-}
-
-// Starts copying n elements from global src to shared dst (16-byte cp.async for packs on sm_80+;
-// waitStaged() waits), or copies them (other cases).
-template <class T, int VEC> __device__ __forceinline__ void stage(T* dst, const T* src, int32_t n) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    constexpr bool kAsync = VEC * sizeof(T) == 16;
-#else
-    constexpr bool kAsync = false;
-#endif
-    for (int32_t j = int32_t(threadIdx.x) * VEC; j < n; j += kThreads * VEC) {
-        if constexpr (kAsync) {
-            const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst + j));
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src + j) : "memory");
-        } else {
-            *reinterpret_cast<Pack<T, VEC>*>(dst + j) = load<T, VEC>(src + j);
-        }
-    }
-}
-
-__device__ __forceinline__ void waitStaged() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
-    __syncthreads();
-}
 
 // A CTA's view: its range, the staged tail, its pieces (the segments it meets) and the shared arrays.
 template <class T> struct Cta {
@@ -499,7 +420,7 @@ __host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int
 }
 
 template <class T, int VEC, GroupNormLayout L>
-__global__ void __launch_bounds__(kThreads, 1) groupNormKernel(Gn<T> a) {
+__global__ void __launch_bounds__(kThreads, 1) residentKernel(Gn<T> a) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red2[2][32];
     constexpr bool kCl = L == GroupNormLayout::kChannelsLast;
@@ -538,280 +459,5 @@ __global__ void __launch_bounds__(kThreads, 1) groupNormKernel(Gn<T> a) {
     }
 }
 
-// ---- host -----------------------------------------------------------------------------------------
-
-template <class F> void forEachKernelOf(F&& f) {
-    f(groupNormKernel<float, 1, GroupNormLayout::kChannelsFirst>);
-    f(groupNormKernel<float, 4, GroupNormLayout::kChannelsFirst>);
-    f(groupNormKernel<float, 1, GroupNormLayout::kChannelsLast>);
-    f(groupNormKernel<float, 4, GroupNormLayout::kChannelsLast>);
-    f(groupNormKernel<__half, 1, GroupNormLayout::kChannelsFirst>);
-    f(groupNormKernel<__half, 8, GroupNormLayout::kChannelsFirst>);
-    f(groupNormKernel<__half, 1, GroupNormLayout::kChannelsLast>);
-    f(groupNormKernel<__half, 8, GroupNormLayout::kChannelsLast>);
-    f(groupNormKernel<__nv_bfloat16, 1, GroupNormLayout::kChannelsFirst>);
-    f(groupNormKernel<__nv_bfloat16, 8, GroupNormLayout::kChannelsFirst>);
-    f(groupNormKernel<__nv_bfloat16, 1, GroupNormLayout::kChannelsLast>);
-    f(groupNormKernel<__nv_bfloat16, 8, GroupNormLayout::kChannelsLast>);
-}
-
-bool succeeded(cudaError_t e) {
-    if (e != cudaSuccess) cudaGetLastError(); // an answer here, not an error for the caller's next check
-    return e == cudaSuccess;
-}
-
-int64_t elemBytes(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
-int64_t vecOf(DType dt) { return 16 / elemBytes(dt); }
-
-// The shape's derived sizes for a pack width.
-struct Geometry {
-    bool cl;
-    int64_t cs, units, segLen, unitElems, packs, rows, vec;
-    int64_t width;      // statistics per segment: groups channels-last, else 1
-    int64_t unitSmem;   // shared memory per staged unit (x and a full skip)
-    int64_t align;      // units per CTA are a multiple of this
-};
-
-Geometry geometry(DType dt, const GroupNormShape& s, int64_t vec) {
-    Geometry g{};
-    g.cl = s.layout == GroupNormLayout::kChannelsLast;
-    g.cs = g.cl ? (s.channelStride ? s.channelStride : s.channels) : s.channels;
-    g.vec = vec;
-    const int64_t skipCopies = s.skip == GroupNormSkip::kFull ? 2 : 1;
-    if (g.cl) {
-        g.units = s.n * s.spatial;
-        g.segLen = s.spatial;
-        g.unitElems = g.cs;
-        g.packs = g.cs / vec;
-        g.rows = g.packs ? kThreads / g.packs : 0;
-        g.width = s.groups;
-        g.align = 1;
-    } else {
-        g.units = s.n * s.channels * s.spatial;
-        g.segLen = s.channels / s.groups * s.spatial;
-        g.unitElems = 1;
-        g.width = 1;
-        g.align = vec;
-    }
-    g.unitSmem = g.unitElems * elemBytes(dt) * skipCopies;
-    return g;
-}
-
-// The widest pack this shape can use (16 bytes when every row of packs stays inside a channel / pixel).
-int64_t vecFor(DType dt, const GroupNormShape& s, bool aligned) {
-    const int64_t v = vecOf(dt);
-    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
-    const bool fits = s.layout == GroupNormLayout::kChannelsLast ? cs % v == 0 : s.spatial % v == 0;
-    return aligned && fits ? v : 1;
-}
-
-bool shapeOk(const GroupNormShape& s) {
-    if (s.n < 0 || s.channels < 1 || s.spatial < 0 || s.groups < 1 || s.channels % s.groups) return false;
-    if (s.layout != GroupNormLayout::kChannelsFirst && s.layout != GroupNormLayout::kChannelsLast) return false;
-    if (s.skip != GroupNormSkip::kNone && s.skip != GroupNormSkip::kFull && s.skip != GroupNormSkip::kPerChannel) return false;
-    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
-    if (s.layout == GroupNormLayout::kChannelsLast && cs < s.channels) return false;
-    if (s.n > 0 && s.spatial > 0 && (cs > INT64_MAX / s.spatial / s.n)) return false;
-    if (s.channels / s.groups * s.spatial >= kMaxOffset || cs >= kMaxOffset || s.spatial >= kMaxOffset) return false;
-    return true;
-}
-
-bool clThreadsOk(const Geometry& g) { return !g.cl || (g.packs >= 1 && g.packs <= kThreads); }
-
-GroupNormPlan split(const Geometry& g, int64_t grid, int64_t resident) {
-    GroupNormPlan p;
-    const int64_t per = ceilDiv(ceilDiv(g.units, grid), g.align) * g.align;
-    p.per = per;
-    p.grid = int32_t(ceilDiv(g.units, per));
-    p.resident = resident < per ? resident : per;
-    return p;
-}
-
-int64_t minUnits(const Geometry& g, DType dt) {
-    const int64_t u = kMinUnitsBytes / (g.unitElems * elemBytes(dt));
-    return u > g.align ? u : g.align;
-}
-
-// Segments a CTA's range of `per` units meets, at most.
-int64_t maxPieces(const Geometry& g, int64_t per) { return ceilDiv(per, g.segLen) + 1; }
-
-// Dynamic shared memory besides the staged units, for `per` units per CTA.
-int64_t auxSmem(const Geometry& g, int64_t per) { return 4 * auxFloats(g.cl, g.rows, g.cs, maxPieces(g, per), g.width); }
-
-// Dynamic shared memory of a plan.
-size_t smemOf(const Geometry& g, const GroupNormPlan& p) {
-    const int64_t staged = (p.resident * g.unitElems + 7) / 8 * 8 * (g.unitSmem / g.unitElems);
-    return size_t(staged + auxSmem(g, p.per));
-}
-
-GroupNormDevice queryDevice(int dev) {
-    int sms = 0, smem = 0, coop = 0;
-    if (!succeeded(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
-        !succeeded(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
-        !succeeded(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)))
-        return {};
-    GroupNormDevice d;
-    d.sms = sms;
-    d.smemPerBlock = int32_t(smem - kStaticSmem > 0 ? smem - kStaticSmem : 0);
-    d.cooperative = coop != 0;
-    bool ok = true;
-    forEachKernelOf([&](auto kernel) {
-        ok = ok && succeeded(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smemPerBlock));
-    });
-    if (!ok) d.smemPerBlock = 48 * 1024 - int32_t(kStaticSmem);
-    return d;
-}
-
-template <class T, int VEC, GroupNormLayout L>
-cudaError_t launchWith(const Gn<T>& a, const GroupNormPlan& p, size_t smem, cudaStream_t stream) {
-    const auto kernel = groupNormKernel<T, VEC, L>;
-    if (p.fused) {
-        cudaLaunchAttribute attr = {};
-        attr.id = cudaLaunchAttributeCooperative;
-        attr.val.cooperative = 1;
-        Gn<T> b = a;
-        b.stats = b.norm = true;
-        return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, &attr, 1, stream, b);
-    }
-    Gn<T> b = a;
-    b.stats = true, b.norm = false;
-    cudaError_t e = launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, nullptr, 0, stream, b);
-    if (e != cudaSuccess) return e;
-    b.stats = false, b.norm = true;
-    return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, nullptr, 0, stream, b);
-}
-
-constexpr size_t kWsAlign = 256;
-size_t roundUp(size_t v) { return (v + kWsAlign - 1) / kWsAlign * kWsAlign; }
-
 } // namespace
-
-GroupNormDevice groupNormDevice() noexcept {
-    constexpr int kDevices = 64;
-    static std::once_flag once[kDevices];
-    static GroupNormDevice known[kDevices];
-    try {
-        int dev = -1;
-        if (!succeeded(cudaGetDevice(&dev)) || dev < 0) return {};
-        if (dev >= kDevices) return queryDevice(dev);
-        std::call_once(once[dev], [&] { known[dev] = queryDevice(dev); });
-        return known[dev];
-    } catch (...) {
-        return {};
-    }
-}
-
-bool groupNormChannelsLastOk(DType dt, int64_t channels, int64_t channelStride) {
-    const int64_t cs = channelStride ? channelStride : channels;
-    return channels >= 1 && cs >= channels && cs / (cs % vecOf(dt) == 0 ? vecOf(dt) : 1) <= kThreads;
-}
-
-GroupNormPlan groupNormPlan(DType dt, const GroupNormShape& s, bool aligned, const GroupNormDevice& dev) {
-    if (!shapeOk(s) || s.n == 0 || s.spatial == 0) return {};
-    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
-    if (!clThreadsOk(g)) return {};
-    const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
-    if (dev.cooperative && dev.sms > 0) {
-        GroupNormPlan p = split(g, needed < dev.sms ? needed : dev.sms, 0);
-        const int64_t free = dev.smemPerBlock - auxSmem(g, p.per) - 64; // 64: the staged copies' rounding
-        if (free >= 0) {
-            const int64_t cap = free / g.unitSmem / g.align * g.align;
-            p.resident = cap < p.per ? cap : p.per;
-            p.fused = true;
-            return p;
-        }
-    }
-    const GroupNormPlan p = split(g, needed < kTwoLaunchCtas ? needed : kTwoLaunchCtas, 0);
-    return auxSmem(g, p.per) <= kTwoLaunchSmem ? p : GroupNormPlan{};
-}
-
-GroupNormPlan groupNormConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {
-    try {
-        const GroupNormPlan p = groupNormPlan(dt, s, aligned, groupNormDevice());
-        if (!p.fused) return p;
-        const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
-        const size_t smem = smemOf(g, p);
-        int blocks = 0;
-        cudaError_t e = dispatchDType(dt, [&](auto tag) {
-            using T = decltype(tag);
-            constexpr int kVec = IoSize<T>::kVec;
-            const bool cl = g.cl, wide = g.vec > 1;
-            const auto kernel = cl ? (wide ? groupNormKernel<T, kVec, GroupNormLayout::kChannelsLast>
-                                           : groupNormKernel<T, 1, GroupNormLayout::kChannelsLast>)
-                                   : (wide ? groupNormKernel<T, kVec, GroupNormLayout::kChannelsFirst>
-                                           : groupNormKernel<T, 1, GroupNormLayout::kChannelsFirst>);
-            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem);
-        });
-        if (succeeded(e) && blocks >= 1) return p;
-        return groupNormPlan(dt, s, aligned);
-    } catch (...) {
-        return {};
-    }
-}
-
-// Partials: (CTAs + segments) x width float2, then one shift per group; both 256-byte aligned.
-size_t groupNormWorkspaceSize(int64_t n, int64_t groups) {
-    if (n < 1 || groups < 1) return 0;
-    const size_t g = size_t(groups), total = size_t(n) * g;
-    return roundUp((size_t(kGroupNormMaxCtas) * g + total) * sizeof(float2)) + roundUp(total * sizeof(float));
-}
-
-cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran) {
-    const GroupNormShape& s = args.shape;
-    if (!shapeOk(s) || !(args.epsilon >= 0.f)) return cudaErrorInvalidValue;
-    if (args.act != GroupNormAct::kNone && args.act != GroupNormAct::kSilu) return cudaErrorInvalidValue;
-    if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return cudaErrorInvalidValue;
-    if (s.n == 0 || s.spatial == 0) return cudaSuccess;
-    if (!args.x || !args.y || !args.gamma || (s.skip != GroupNormSkip::kNone && !args.skip)) return cudaErrorInvalidValue;
-    if (!args.workspace || args.workspaceSize < groupNormWorkspaceSize(s.n, s.groups) || !aligned16(args.workspace))
-        return cudaErrorInvalidValue;
-    const bool aligned = aligned16(args.x) && aligned16(args.y) && (!args.sum || aligned16(args.sum)) &&
-                         (s.skip != GroupNormSkip::kFull || aligned16(args.skip));
-    const int64_t vec = vecFor(dt, s, aligned);
-    const Geometry g = geometry(dt, s, vec);
-    if (!clThreadsOk(g)) return cudaErrorInvalidValue;
-    const GroupNormPlan twoLaunches = groupNormPlan(dt, s, aligned);
-    if (twoLaunches.grid < 1) return cudaErrorInvalidValue; // segments too small for a CTA's shared arrays
-    // The configured plan where it still fits this shape and pack width, else two launches.
-    const GroupNormPlan& c = args.plan;
-    const bool planOk = c.grid >= 1 && c.grid <= kGroupNormMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
-                        c.grid == ceilDiv(g.units, c.per) && c.resident >= 0 && c.resident <= c.per &&
-                        (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset;
-    GroupNormPlan plan = planOk ? c : twoLaunches;
-    const size_t partialBytes = roundUp((size_t(kGroupNormMaxCtas) * size_t(s.groups) + size_t(s.n * s.groups)) * sizeof(float2));
-    return dispatchDType(dt, [&](auto tag) -> cudaError_t {
-        using T = decltype(tag);
-        Gn<T> a{};
-        a.x = static_cast<const T*>(args.x), a.skip = static_cast<const T*>(args.skip);
-        a.bias = args.bias, a.gamma = args.gamma, a.beta = args.beta;
-        a.y = static_cast<T*>(args.y), a.sum = static_cast<T*>(args.sum);
-        a.slots = static_cast<float2*>(args.workspace);
-        a.shifts = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + partialBytes);
-        a.units = g.units, a.segLen = g.segLen;
-        a.spatialDiv = FastDiv(uint32_t(s.spatial));
-        a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.channels = int32_t(s.channels);
-        a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);
-        a.packs = int32_t(g.packs), a.rows = int32_t(g.rows);
-        a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
-        a.skipMode = s.skip, a.act = args.act;
-        const auto run = [&](const GroupNormPlan& p) {
-            a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(g, p.per));
-            const size_t smem = smemOf(g, p);
-            if (g.cl) {
-                return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast>(a, p, smem, stream)
-                               : launchWith<T, 1, GroupNormLayout::kChannelsLast>(a, p, smem, stream);
-            }
-            return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst>(a, p, smem, stream)
-                           : launchWith<T, 1, GroupNormLayout::kChannelsFirst>(a, p, smem, stream);
-        };
-        cudaError_t e = run(plan);
-        if (plan.fused && !succeeded(e)) { // not launchable here (another device or context, an MPS share)
-            plan = twoLaunches;
-            e = run(plan);
-        }
-        if (e == cudaSuccess && ran) *ran = plan;
-        return e;
-    });
-}
-
 } // namespace trtp

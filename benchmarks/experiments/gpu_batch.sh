@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One device call for a change: build for sm_90 (kernels, both plugin majors' harnesses, the sanitizer
+# driver), the GPU tests that cover it, compute-sanitizer over its kernels, and a benchmark. Outputs
+# under $OUT. TensorRT headers from .trt/<major>/ (carry .trt), wheels from .whl/ (carry .whl).
+#   TESTS="group_norm or bias_activation" SANITIZE="group_norm group_norm_resident" \
+#   BENCH="scripts/bench_group_norm.py --quick" bash benchmarks/experiments/gpu_batch.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export OUT=${OUT:-build/gpu-batch} PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+roots=$(ls -d "$PWD"/.trt/*/ 2>/dev/null | tr '\n' ';')
+t0=$SECONDS
+cmake -S plugin_src -B build/gpu -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_TENSORRT_ROOTS="$roots" > "$OUT/build.log" 2>&1 &&
+  cmake --build build/gpu -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+echo "built in $((SECONDS - t0)) s"
+export TRTPLUGINS_KERNELS_LIB=$PWD/build/gpu/libtrtplugins_kernels.so
+status=0
+if [ -n "${TESTS:-}" ]; then
+  TRTP_GPU_SUMMARY=$OUT/gpu_summary.md timeout "${TEST_TIMEOUT:-240}" python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider \
+    -k "$TESTS" > "$OUT/gpu_tests.log" 2>&1 || status=1
+  grep -E "passed|failed|error" "$OUT/gpu_tests.log" | tail -3; grep -E "^FAILED|^ERROR" "$OUT/gpu_tests.log" | head -20
+  echo "tests done at $((SECONDS - t0)) s"
+fi
+for part in ${SANITIZE:-}; do
+  for tool in memcheck racecheck initcheck synccheck; do
+    timeout "${SANITIZE_TIMEOUT:-45}" compute-sanitizer --tool $tool --error-exitcode 9 build/gpu/kernel_sanitize "$part" \
+      > "build/san_${part}_$tool.log" 2>&1
+    rc=$?
+    echo "$part $tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failures' "build/san_${part}_$tool.log" | tail -2 | tr '\n' ' ')"
+    [ $rc -eq 0 ] || status=1
+  done
+done
+tail -n 4 build/san_*.log > "$OUT/sanitize.log" 2>/dev/null
+if [ -n "${BENCH:-}" ]; then
+  (cd .peers/trtoss_groupnorm 2>/dev/null && ./build.sh > /dev/null 2>&1)
+  timeout "${BENCH_TIMEOUT:-150}" python3 $BENCH --out "$OUT" > "$OUT/bench.log" 2>&1 || status=1
+  tail -4 "$OUT/bench.log"
+fi
+echo "=== gpu_batch: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $((SECONDS - t0)) s"
+exit $status

@@ -1,0 +1,98 @@
+// Device code both GroupNorm designs share: 16-byte packs to and from FP32, evict-first stores, a
+// block's sums, and copies into shared memory.
+#pragma once
+#include "common.cuh"
+
+#include <type_traits>
+
+namespace trtp {
+namespace {
+
+using namespace detail;
+
+// 16-bit packs converted two at a time (a pack stays in 4 registers; one at a time spilled).
+template <class T> __device__ __forceinline__ float2 pairToFloat2(uint32_t w) {
+    if constexpr (std::is_same_v<T, __half>) return __half22float2(*reinterpret_cast<const __half2*>(&w));
+    else return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u)); // BF16
+}
+
+template <class T> __device__ __forceinline__ uint32_t float2ToPair(float a, float b) {
+    if constexpr (std::is_same_v<T, __half>) {
+        const __half2 h = __floats2half2_rn(a, b);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    } else {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+        return *reinterpret_cast<const uint32_t*>(&h);
+    }
+}
+
+template <class T, int VEC> __device__ __forceinline__ void toFloats(const Pack<T, VEC>& p, float (&f)[VEC]) {
+    if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+        const uint32_t* w = reinterpret_cast<const uint32_t*>(p.v);
+#pragma unroll
+        for (int i = 0; i < VEC / 2; ++i) {
+            const float2 v = pairToFloat2<T>(w[i]);
+            f[2 * i] = v.x, f[2 * i + 1] = v.y;
+        }
+    } else {
+        unpack(p, f);
+    }
+}
+
+// 16-byte packs stored evict-first (st.global.cs): y and the sum are not read again here, while x
+// still is (pass 2 re-reads it from L2; evicting x for y would send those reads to DRAM).
+template <class T, int VEC> __device__ __forceinline__ void storeFloats(T* dst, const float (&f)[VEC]) {
+    if constexpr (sizeof(T) == 2 && VEC == 8) {
+        uint32_t w[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[i] = float2ToPair<T>(f[2 * i], f[2 * i + 1]);
+        __stcs(reinterpret_cast<uint4*>(dst), make_uint4(w[0], w[1], w[2], w[3]));
+    } else if constexpr (sizeof(T) == 4 && VEC == 4) {
+        __stcs(reinterpret_cast<float4*>(dst), make_float4(f[0], f[1], f[2], f[3]));
+    } else {
+        store<T, VEC>(dst, f);
+    }
+}
+
+// Sums of two values over the block, in a fixed order; every thread gets them. `red`: 2 x 32 floats,
+// free again when this returns.
+__device__ __forceinline__ float2 blockSum2(float a, float b, float (*red)[32]) {
+    a = warpSum(a);
+    b = warpSum(b);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) red[0][warp] = a, red[1][warp] = b;
+    __syncthreads();
+    const int nw = blockDim.x >> 5;
+    a = warpSum(lane < nw ? red[0][lane] : 0.f);
+    b = warpSum(lane < nw ? red[1][lane] : 0.f);
+    __syncthreads();
+    return make_float2(a, b);
+}
+
+// Starts copying n elements from global src to shared dst: 16-byte cp.async per thread and step
+// (sm_80+; every copy of the block in flight at once, waitStaged() waits for them), else copies them.
+template <class T, int VEC> __device__ __forceinline__ void stage(T* dst, const T* src, int32_t n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    constexpr bool kAsync = VEC * sizeof(T) == 16;
+#else
+    constexpr bool kAsync = false;
+#endif
+    for (int32_t j = int32_t(threadIdx.x) * VEC; j < n; j += int32_t(blockDim.x) * VEC) {
+        if constexpr (kAsync) {
+            const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst + j));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src + j) : "memory");
+        } else {
+            *reinterpret_cast<Pack<T, VEC>*>(dst + j) = load<T, VEC>(src + j);
+        }
+    }
+}
+
+__device__ __forceinline__ void waitStaged() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+    __syncthreads();
+}
+
+} // namespace
+} // namespace trtp

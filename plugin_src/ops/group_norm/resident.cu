@@ -1,0 +1,287 @@
+// GroupNorm's resident design: its plan (a pure function of the shape and the GPU's description) and
+// launch; the kernel is in resident.cuh.
+#include "resident.cuh"
+
+#include <mutex>
+
+namespace trtp {
+namespace {
+
+constexpr int32_t kMaxCtas = 1024; // the workspace holds partials of this many CTAs
+
+template <class F> void forEachKernelOf(F&& f) {
+    f(residentKernel<float, 1, GroupNormLayout::kChannelsFirst>);
+    f(residentKernel<float, 4, GroupNormLayout::kChannelsFirst>);
+    f(residentKernel<float, 1, GroupNormLayout::kChannelsLast>);
+    f(residentKernel<float, 4, GroupNormLayout::kChannelsLast>);
+    f(residentKernel<__half, 1, GroupNormLayout::kChannelsFirst>);
+    f(residentKernel<__half, 8, GroupNormLayout::kChannelsFirst>);
+    f(residentKernel<__half, 1, GroupNormLayout::kChannelsLast>);
+    f(residentKernel<__half, 8, GroupNormLayout::kChannelsLast>);
+    f(residentKernel<__nv_bfloat16, 1, GroupNormLayout::kChannelsFirst>);
+    f(residentKernel<__nv_bfloat16, 8, GroupNormLayout::kChannelsFirst>);
+    f(residentKernel<__nv_bfloat16, 1, GroupNormLayout::kChannelsLast>);
+    f(residentKernel<__nv_bfloat16, 8, GroupNormLayout::kChannelsLast>);
+}
+
+bool succeeded(cudaError_t e) {
+    if (e != cudaSuccess) cudaGetLastError(); // an answer here, not an error for the caller's next check
+    return e == cudaSuccess;
+}
+
+int64_t elemBytes(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
+int64_t vecOf(DType dt) { return 16 / elemBytes(dt); }
+
+// The shape's derived sizes for a pack width.
+struct Geometry {
+    bool cl;
+    int64_t cs, units, segLen, unitElems, packs, rows, vec;
+    int64_t width;      // statistics per segment: groups channels-last, else 1
+    int64_t unitSmem;   // shared memory per staged unit (x and a full skip)
+    int64_t align;      // units per CTA are a multiple of this
+};
+
+Geometry geometry(DType dt, const GroupNormShape& s, int64_t vec) {
+    Geometry g{};
+    g.cl = s.layout == GroupNormLayout::kChannelsLast;
+    g.cs = g.cl ? (s.channelStride ? s.channelStride : s.channels) : s.channels;
+    g.vec = vec;
+    const int64_t skipCopies = s.skip == GroupNormSkip::kFull ? 2 : 1;
+    if (g.cl) {
+        g.units = s.n * s.spatial;
+        g.segLen = s.spatial;
+        g.unitElems = g.cs;
+        g.packs = g.cs / vec;
+        g.rows = g.packs ? kThreads / g.packs : 0;
+        g.width = s.groups;
+        g.align = 1;
+    } else {
+        g.units = s.n * s.channels * s.spatial;
+        g.segLen = s.channels / s.groups * s.spatial;
+        g.unitElems = 1;
+        g.width = 1;
+        g.align = vec;
+    }
+    g.unitSmem = g.unitElems * elemBytes(dt) * skipCopies;
+    return g;
+}
+
+// The widest pack this shape can use (16 bytes when every row of packs stays inside a channel / pixel).
+int64_t vecFor(DType dt, const GroupNormShape& s, bool aligned) {
+    const int64_t v = vecOf(dt);
+    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
+    const bool fits = s.layout == GroupNormLayout::kChannelsLast ? cs % v == 0 : s.spatial % v == 0;
+    return aligned && fits ? v : 1;
+}
+
+bool shapeOk(const GroupNormShape& s) {
+    if (s.n < 0 || s.channels < 1 || s.spatial < 0 || s.groups < 1 || s.channels % s.groups) return false;
+    if (s.layout != GroupNormLayout::kChannelsFirst && s.layout != GroupNormLayout::kChannelsLast) return false;
+    if (s.skip != GroupNormSkip::kNone && s.skip != GroupNormSkip::kFull && s.skip != GroupNormSkip::kPerChannel) return false;
+    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
+    if (s.layout == GroupNormLayout::kChannelsLast && cs < s.channels) return false;
+    if (s.n > 0 && s.spatial > 0 && (cs > INT64_MAX / s.spatial / s.n)) return false;
+    if (s.channels / s.groups * s.spatial >= kMaxOffset || cs >= kMaxOffset || s.spatial >= kMaxOffset) return false;
+    return true;
+}
+
+bool clThreadsOk(const Geometry& g) { return !g.cl || (g.packs >= 1 && g.packs <= kThreads); }
+
+GroupNormResidentPlan split(const Geometry& g, int64_t grid, int64_t resident) {
+    GroupNormResidentPlan p;
+    const int64_t per = ceilDiv(ceilDiv(g.units, grid), g.align) * g.align;
+    p.per = per;
+    p.grid = int32_t(ceilDiv(g.units, per));
+    p.resident = resident < per ? resident : per;
+    return p;
+}
+
+int64_t minUnits(const Geometry& g, DType dt) {
+    const int64_t u = kMinUnitsBytes / (g.unitElems * elemBytes(dt));
+    return u > g.align ? u : g.align;
+}
+
+// Segments a CTA's range of `per` units meets, at most.
+int64_t maxPieces(const Geometry& g, int64_t per) { return ceilDiv(per, g.segLen) + 1; }
+
+// Dynamic shared memory besides the staged units, for `per` units per CTA.
+int64_t auxSmem(const Geometry& g, int64_t per) { return 4 * auxFloats(g.cl, g.rows, g.cs, maxPieces(g, per), g.width); }
+
+// Dynamic shared memory of a plan.
+size_t smemOf(const Geometry& g, const GroupNormResidentPlan& p) {
+    const int64_t staged = (p.resident * g.unitElems + 7) / 8 * 8 * (g.unitSmem / g.unitElems);
+    return size_t(staged + auxSmem(g, p.per));
+}
+
+GroupNormResidentDevice queryDevice(int dev) {
+    int sms = 0, smem = 0, coop = 0;
+    if (!succeeded(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+        !succeeded(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+        !succeeded(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev)))
+        return {};
+    GroupNormResidentDevice d;
+    d.sms = coop ? sms : 0;
+    d.smemPerBlock = int32_t(smem - kStaticSmem > 0 ? smem - kStaticSmem : 0);
+    bool ok = true;
+    forEachKernelOf([&](auto kernel) {
+        ok = ok && succeeded(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smemPerBlock));
+    });
+    if (!ok) d.smemPerBlock = 48 * 1024 - int32_t(kStaticSmem);
+    return d;
+}
+
+template <class T, int VEC, GroupNormLayout L>
+cudaError_t launchWith(const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
+    const auto kernel = residentKernel<T, VEC, L>;
+    if (p.fused) {
+        cudaLaunchAttribute attr = {};
+        attr.id = cudaLaunchAttributeCooperative;
+        attr.val.cooperative = 1;
+        Gn<T> b = a;
+        b.stats = b.norm = true;
+        return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, &attr, 1, stream, b);
+    }
+    Gn<T> b = a;
+    b.stats = true, b.norm = false;
+    cudaError_t e = launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, nullptr, 0, stream, b);
+    if (e != cudaSuccess) return e;
+    b.stats = false, b.norm = true;
+    return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, nullptr, 0, stream, b);
+}
+
+constexpr size_t kWsAlign = 256;
+size_t roundUp(size_t v) { return (v + kWsAlign - 1) / kWsAlign * kWsAlign; }
+
+} // namespace
+
+GroupNormResidentDevice groupNormResidentDevice() noexcept {
+    constexpr int kDevices = 64;
+    static std::once_flag once[kDevices];
+    static GroupNormResidentDevice known[kDevices];
+    try {
+        int dev = -1;
+        if (!succeeded(cudaGetDevice(&dev)) || dev < 0) return {};
+        if (dev >= kDevices) return queryDevice(dev);
+        std::call_once(once[dev], [&] { known[dev] = queryDevice(dev); });
+        return known[dev];
+    } catch (...) {
+        return {};
+    }
+}
+
+bool groupNormChannelsLastOk(DType dt, int64_t channels, int64_t channelStride) {
+    const int64_t cs = channelStride ? channelStride : channels;
+    return channels >= 1 && cs >= channels && cs / (cs % vecOf(dt) == 0 ? vecOf(dt) : 1) <= kThreads;
+}
+
+GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev) {
+    if (!shapeOk(s) || s.n == 0 || s.spatial == 0) return {};
+    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
+    if (!clThreadsOk(g)) return {};
+    const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
+    if (dev.sms > 0) {
+        GroupNormResidentPlan p = split(g, needed < dev.sms ? needed : dev.sms, 0);
+        const int64_t free = dev.smemPerBlock - auxSmem(g, p.per) - 64; // 64: the staged copies' rounding
+        if (free >= 0) {
+            const int64_t cap = free / g.unitSmem / g.align * g.align;
+            p.resident = cap < p.per ? cap : p.per;
+            p.fused = true;
+            return p;
+        }
+    }
+    const GroupNormResidentPlan p = split(g, needed < kTwoLaunchCtas ? needed : kTwoLaunchCtas, 0);
+    return auxSmem(g, p.per) <= kTwoLaunchSmem ? p : GroupNormResidentPlan{};
+}
+
+GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {
+    try {
+        const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, groupNormResidentDevice());
+        if (!p.fused) return p;
+        const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
+        const size_t smem = smemOf(g, p);
+        int blocks = 0;
+        cudaError_t e = dispatchDType(dt, [&](auto tag) {
+            using T = decltype(tag);
+            constexpr int kVec = IoSize<T>::kVec;
+            const bool cl = g.cl, wide = g.vec > 1;
+            const auto kernel = cl ? (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsLast>
+                                           : residentKernel<T, 1, GroupNormLayout::kChannelsLast>)
+                                   : (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsFirst>
+                                           : residentKernel<T, 1, GroupNormLayout::kChannelsFirst>);
+            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem);
+        });
+        if (succeeded(e) && blocks >= 1) return p;
+        return groupNormResidentPlan(dt, s, aligned);
+    } catch (...) {
+        return {};
+    }
+}
+
+// Partials: (CTAs + segments) x width float2, then one shift per group; both 256-byte aligned.
+size_t groupNormResidentWorkspaceSize(int64_t n, int64_t groups) {
+    if (n < 1 || groups < 1) return 0;
+    const size_t g = size_t(groups), total = size_t(n) * g;
+    return roundUp((size_t(kMaxCtas) * g + total) * sizeof(float2)) + roundUp(total * sizeof(float));
+}
+
+cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormResidentPlan* ran) {
+    GroupNormShape s;
+    s.n = args.n, s.channels = args.channels, s.spatial = args.spatial, s.groups = args.groups;
+    s.layout = args.layout, s.channelStride = args.channelStride, s.skip = args.skipMode;
+    if (!shapeOk(s) || !(args.epsilon >= 0.f)) return cudaErrorInvalidValue;
+    if (args.act != GroupNormAct::kNone && args.act != GroupNormAct::kSilu) return cudaErrorInvalidValue;
+    if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return cudaErrorInvalidValue;
+    if (s.n == 0 || s.spatial == 0) return cudaSuccess;
+    if (!args.x || !args.y || !args.gamma || (s.skip != GroupNormSkip::kNone && !args.skip)) return cudaErrorInvalidValue;
+    if (!args.workspace || args.workspaceSize < groupNormResidentWorkspaceSize(s.n, s.groups) || !aligned16(args.workspace))
+        return cudaErrorInvalidValue;
+    const bool aligned = aligned16(args.x) && aligned16(args.y) && (!args.sum || aligned16(args.sum)) &&
+                         (s.skip != GroupNormSkip::kFull || aligned16(args.skip));
+    const int64_t vec = vecFor(dt, s, aligned);
+    const Geometry g = geometry(dt, s, vec);
+    if (!clThreadsOk(g)) return cudaErrorInvalidValue;
+    const GroupNormResidentPlan twoLaunches = groupNormResidentPlan(dt, s, aligned);
+    if (twoLaunches.grid < 1) return cudaErrorInvalidValue; // segments too small for a CTA's shared arrays
+    // The configured plan where it still fits this shape and pack width, else two launches.
+    const GroupNormResidentPlan& c = args.resident;
+    const bool planOk = c.grid >= 1 && c.grid <= kMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
+                        c.grid == ceilDiv(g.units, c.per) && c.resident >= 0 && c.resident <= c.per &&
+                        (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset;
+    GroupNormResidentPlan plan = planOk ? c : twoLaunches;
+    const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(s.groups) + size_t(s.n * s.groups)) * sizeof(float2));
+    return dispatchDType(dt, [&](auto tag) -> cudaError_t {
+        using T = decltype(tag);
+        Gn<T> a{};
+        a.x = static_cast<const T*>(args.x), a.skip = static_cast<const T*>(args.skip);
+        a.bias = args.bias, a.gamma = args.gamma, a.beta = args.beta;
+        a.y = static_cast<T*>(args.y), a.sum = static_cast<T*>(args.sum);
+        a.slots = static_cast<float2*>(args.workspace);
+        a.shifts = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + partialBytes);
+        a.units = g.units, a.segLen = g.segLen;
+        a.spatialDiv = FastDiv(uint32_t(s.spatial));
+        a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.channels = int32_t(s.channels);
+        a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);
+        a.packs = int32_t(g.packs), a.rows = int32_t(g.rows);
+        a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
+        a.skipMode = s.skip, a.act = args.act;
+        const auto run = [&](const GroupNormResidentPlan& p) {
+            a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(g, p.per));
+            const size_t smem = smemOf(g, p);
+            if (g.cl) {
+                return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast>(a, p, smem, stream)
+                               : launchWith<T, 1, GroupNormLayout::kChannelsLast>(a, p, smem, stream);
+            }
+            return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst>(a, p, smem, stream)
+                           : launchWith<T, 1, GroupNormLayout::kChannelsFirst>(a, p, smem, stream);
+        };
+        cudaError_t e = run(plan);
+        if (plan.fused && !succeeded(e)) { // not launchable here (another device or context, an MPS share)
+            plan = twoLaunches;
+            e = run(plan);
+        }
+        if (e == cudaSuccess && ran) *ran = plan;
+        return e;
+    });
+}
+
+} // namespace trtp

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""GroupNorm (+ SiLU) against its peers, side by side in one process on one GPU: our kernels as the
+plugin runs them (channels-first: the split design; channels-last: the resident design) and the
+resident design forced channels-first, eager F.group_norm on channels-first and channels-last tensors,
+torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
+norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
+harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
+and a device copy of the same bytes. 32 groups; SD 1.5/2.x UNet shapes (C 320..2560, 64x64..8x8
+latents) at batch 1, 2 and 8, SD-XL (128x128..32x32 latents) at batch 1 and 2, and the VAE decoder.
+Each launch is checked against eager first (bench_timing.mismatch); CUDA-graph medians.
+
+  python3 scripts/bench_group_norm.py --out DIR [--quick] [--dtypes fp16 bf16] [--compile-at N C H W ...]
+
+Writes DIR/group_norm.json and DIR/group_norm.md (one row per op, dtype and shape: each peer's time,
+% of copy, and the ratios the targets name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if __name__ == "__main__" and "--help" not in sys.argv and "-h" not in sys.argv:
+    import torch
+    import torch.nn.functional as F
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_timing import compiled, copy_time, graph_time, mismatch  # noqa: E402
+
+    from trtplugins.ops import group_norm  # noqa: E402
+
+GROUPS, EPS = 32, 1e-5
+SD15 = [(320, 64), (640, 32), (1280, 16), (1280, 8), (2560, 8), (1920, 16), (960, 32), (640, 64)]
+SDXL = [(320, 128), (640, 64), (1280, 32)]
+VAE = [(512, 64), (512, 128), (512, 256), (256, 256), (256, 512), (128, 512), (128, 1024)]
+QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8), (8, 320, 64, 64),
+         (2, 320, 128, 128), (1, 512, 128, 128), (1, 256, 256, 256), (1, 128, 512, 512)]
+PEERS = ("ours_cf", "ours_cl", "resident_cf", "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
+
+
+def shapes(quick: bool):
+    if quick:
+        return [(s, "quick") for s in QUICK]
+    out = [((b, c, h, h), "sd15") for b in (1, 2, 8) for c, h in SD15]
+    out += [((b, c, h, h), "sdxl") for b in (1, 2) for c, h in SDXL]
+    return out + [((1, c, h, h), "vae") for c, h in VAE]
+
+
+def peers_available():
+    """Liger's group norm forward and TensorRT OSS's binding, where installed (said once when not)."""
+    lig = oss = None
+    try:
+        from liger_kernel.ops.group_norm import group_norm_forward as lig
+    except ImportError as e:
+        print(f"WARNING: no Liger-Kernel peer ({e})", file=sys.stderr)
+    sys.path.insert(0, str(ROOT / ".peers" / "trtoss_groupnorm"))
+    try:
+        import trtoss_gn as oss
+    except Exception as e:  # noqa: BLE001 (its build may fail: a missing peer must not stop the run)
+        print(f"WARNING: no TensorRT OSS peer ({e})", file=sys.stderr)
+    return lig, oss
+
+
+def point(shape, dt, silu, lig, oss, compile_it):
+    """One row: every peer's seconds per launch (or why it has none)."""
+    n, c, h, w = shape
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = (torch.randn(shape, generator=g, device="cuda") + 1.0).to(dt)
+    xcl = x.contiguous(memory_format=torch.channels_last)
+    gamma = torch.randn(c, generator=g, device="cuda") * 0.1 + 1.0
+    beta = torch.randn(c, generator=g, device="cuda") * 0.1
+    wt, bt = gamma.to(dt), beta.to(dt)
+    act = "silu" if silu else "none"
+    y, ycl = torch.empty_like(x), torch.empty_like(xcl)
+    ws = torch.empty(group_norm.workspace_size(n, GROUPS), dtype=torch.uint8, device="cuda")
+
+    def eager(v):
+        out = F.group_norm(v, GROUPS, wt, bt, EPS)
+        return F.silu(out) if silu else out
+
+    ours = lambda v, out, **kw: group_norm.kernel(v, num_groups=GROUPS, gamma=gamma, beta=beta,  # noqa: E731
+                                                   activation=act, out=out, workspace=ws, **kw)
+    fns = {"ours_cf": lambda: ours(x, y), "ours_cl": lambda: ours(xcl, ycl),
+           "resident_cf": lambda: ours(x, y, resident=True),
+           "eager_cf": lambda: eager(x), "eager_cl": lambda: eager(xcl)}
+    rec = {"op": "group_norm_silu" if silu else "group_norm", "shape": list(shape), "mb": x.numel() * x.element_size() / 1e6}
+    want = eager(x)
+    for key in ("ours_cf", "ours_cl", "resident_cf"):
+        bad = mismatch(fns[key]() if key != "ours_cl" else fns[key]().contiguous(), want)
+        if bad:
+            rec[f"{key}_wrong"] = bad
+            print(f"  WRONG {key} {shape}: {bad}", flush=True)
+            del fns[key]
+    if lig is not None and not silu:
+        fns["liger"] = lambda: lig(x, c, GROUPS, wt, bt, EPS)[0]
+    if oss is not None and dt == torch.float16:
+        ok, why = oss.supported(n, h, w, c, GROUPS)
+        if ok:
+            fns["trtoss_cl"] = oss.bind(xcl.permute(0, 2, 3, 1), GROUPS, gamma, beta, EPS, silu,
+                                        workspace=oss.make_workspace(n))
+        else:
+            rec["trtoss_cl_none"] = why
+    if compile_it:
+        try:
+            cfn = compiled(eager, (x,))
+            fns["compile_cf"] = lambda: cfn(x)
+        except Exception as e:  # noqa: BLE001
+            rec["compile_error"] = str(e)[:200]
+    nbytes = 2 * x.numel() * x.element_size()
+    rec["copy"] = copy_time(nbytes)
+    for key, fn in fns.items():
+        rec[key] = graph_time(fn, nbytes / 3e12 + 3e-6)
+    rec["plan_cl"] = group_norm.resident_plan(n, c, h * w, GROUPS, str(dt).split(".")[1], layout="channels_last", stride=c)
+    return rec
+
+
+def pct(r, k):
+    return f"{100 * r['copy'] / r[k]:.0f}" if r.get(k) else "-"
+
+
+def ratio(r, peer, ours):
+    return f"{r[peer] / r[ours]:.2f}x" if r.get(peer) and r.get(ours) else "-"
+
+
+def table(rows):
+    head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / resident cf | eager cf / cl | "
+            "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) |")
+    lines = [head, "|" + "---|" * 14]
+    for r in rows:
+        cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}",
+                 f"{r['ours_cf'] * 1e6:.2f}" if r.get("ours_cf") else "-", f"{r['ours_cl'] * 1e6:.2f}" if r.get("ours_cl") else "-",
+                 f"{pct(r, 'ours_cf')} / {pct(r, 'ours_cl')} / {pct(r, 'resident_cf')}", f"{pct(r, 'eager_cf')} / {pct(r, 'eager_cl')}",
+                 pct(r, "compile_cf"), pct(r, "liger"), pct(r, "trtoss_cl"), ratio(r, "compile_cf", "ours_cf"),
+                 ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=Path("build/bench_group_norm"))
+    ap.add_argument("--quick", action="store_true", help="9 shapes (SD batch 2 and 8, SD-XL, VAE) instead of 37")
+    ap.add_argument("--dtypes", nargs="+", default=["fp16", "bf16"], choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--compile-at", nargs="*", type=int, default=[], metavar="N C H W",
+                    help="shapes (4 numbers each) where max-autotune torch.compile runs (FP16 only; 5-30 s each)")
+    args = ap.parse_args()
+    dts = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    at = {tuple(args.compile_at[i:i + 4]) for i in range(0, len(args.compile_at) - 3, 4)}
+    lig, oss = peers_available()
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows, t0 = [], time.time()
+    env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    for shape, family in shapes(args.quick):
+        for name in args.dtypes:
+            for silu in (False, True):
+                r = point(shape, dts[name], silu, lig, oss, tuple(shape) in at and name == "fp16")
+                r.update(dtype=name, family=family)
+                rows.append(r)
+                print(table([r])[-1], flush=True)
+                (args.out / "group_norm.json").write_text(json.dumps({"env": env, "rows": rows}, indent=1))
+                torch.cuda.empty_cache()
+    (args.out / "group_norm.md").write_text("\n".join(table(rows)) + "\n")
+    wrong = [r for r in rows if any(k.endswith("_wrong") for k in r)]
+    print(f"{len(rows)} points in {time.time() - t0:.0f} s; {len(wrong)} with a wrong launch")
+    sys.exit(1 if wrong else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""How the GroupNorm binding reads a tensor's layout (CPU): contiguous tensors are channels-first,
+channels-last ones (torch.channels_last, or views of a [N, spatial..., cs] buffer with padded channels)
+give their channel stride, anything else neither; outputs are allocated in x's layout, pad included."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from trtplugins.ops import group_norm  # noqa: E402
+
+
+def padded(shape, cs):
+    buf = torch.zeros((shape[0],) + tuple(shape[2:]) + (cs,))
+    return buf[..., : shape[1]].permute(0, len(shape) - 1, *range(1, len(shape) - 1))
+
+
+@pytest.mark.parametrize("shape", [(2, 40, 5, 6), (1, 8, 3, 4, 5), (3, 12, 7)])
+def test_channel_stride(shape):
+    x = torch.zeros(shape)
+    assert group_norm.channel_stride(x) is None or shape[2:] == (1,) * (len(shape) - 2)
+    if len(shape) == 4:
+        assert group_norm.channel_stride(x.contiguous(memory_format=torch.channels_last)) == shape[1]
+    for cs in (shape[1], shape[1] + 8, 4 * shape[1]):
+        assert group_norm.channel_stride(padded(shape, cs)) == cs
+    if len(shape) >= 4:
+        assert group_norm.channel_stride(padded(shape, shape[1]).transpose(2, 3)) is None  # pixels out of order
+    assert group_norm.channel_stride(padded(shape, shape[1])[:, ::2]) is None  # channels not contiguous
+
+
+def test_empty_like_keeps_the_layout_and_the_pad():
+    x = padded((2, 20, 5, 5), 24)
+    y = group_norm.empty_like(x)
+    assert y.shape == x.shape and group_norm.channel_stride(y) == 24
+    assert y.untyped_storage().nbytes() >= 2 * 5 * 5 * 24 * y.element_size()  # the last pixel's pad too
+    c = torch.zeros(2, 20, 5, 5)
+    assert group_norm.empty_like(c).is_contiguous()
+
+
+def test_kernel_refuses_other_layouts_in_one_line():
+    x = torch.zeros(2, 8, 4, 4).transpose(-1, -2)
+    with pytest.raises(ValueError, match="contiguous or stored channels-last"):
+        group_norm.kernel(x, num_groups=2, gamma=torch.ones(8))
