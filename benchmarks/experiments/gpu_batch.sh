@@ -2,7 +2,7 @@
 # One device call for a change: build for sm_90 (kernels, both plugin majors' harnesses, the sanitizer
 # driver), the GPU tests that cover it, compute-sanitizer over its kernels, and a benchmark. Outputs
 # under $OUT. TensorRT headers from .trt/<major>/ (carry .trt), wheels from .whl/ (carry .whl).
-#   TESTS="group_norm or bias_activation" SANITIZE="group_norm group_norm_resident" \
+#   TESTS="group_norm or bias_activation" SANITIZE="group_norm_resident" MEMCHECK="rows gated" \
 #   BENCH="scripts/bench_group_norm.py --quick" bash benchmarks/experiments/gpu_batch.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,14 +24,17 @@ if [ -n "${TESTS:-}" ]; then
   grep -E "passed|failed|error" "$OUT/gpu_tests.log" | tail -3; grep -E "^FAILED|^ERROR" "$OUT/gpu_tests.log" | head -20
   echo "tests done at $((SECONDS - t0)) s"
 fi
-for part in ${SANITIZE:-}; do
-  for tool in memcheck racecheck initcheck synccheck; do
+# SANITIZE: kernel_sanitize parts under all four tools; MEMCHECK: parts under memcheck only
+for run in $(for p in ${SANITIZE:-}; do echo $p:memcheck $p:racecheck $p:initcheck $p:synccheck; done) \
+           $(for p in ${MEMCHECK:-}; do echo $p:memcheck; done); do
+  part=${run%%:*} tool=${run##*:}
+  {
     timeout "${SANITIZE_TIMEOUT:-45}" compute-sanitizer --tool $tool --error-exitcode 9 build/gpu/kernel_sanitize "$part" \
       > "build/san_${part}_$tool.log" 2>&1
     rc=$?
     echo "$part $tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failures' "build/san_${part}_$tool.log" | tail -2 | tr '\n' ' ')"
     [ $rc -eq 0 ] || status=1
-  done
+  }
 done
 tail -n 4 build/san_*.log > "$OUT/sanitize.log" 2>/dev/null
 if [ -n "${BENCH:-}" ]; then
