@@ -42,3 +42,12 @@ def test_kernel_refuses_other_layouts_in_one_line():
     x = torch.zeros(2, 8, 4, 4).transpose(-1, -2)
     with pytest.raises(ValueError, match="contiguous or stored channels-last"):
         group_norm.kernel(x, num_groups=2, gamma=torch.ones(8))
+
+
+def test_spatial_dims_of_one_are_both_layouts():
+    """[N, C, 1, 1] (a UNet's time embedding, an 8x8 feature map pooled): contiguous and channels-last at
+    once; the binding's layout argument says which kernel, the stride check accepts either."""
+    for n in (1, 2):
+        x = torch.zeros(n, 32, 1, 1)
+        assert group_norm.channel_stride(x) == 32
+        assert group_norm.channel_stride(padded((n, 32, 1, 1), 40)) == (40 if n > 1 else 32)

@@ -80,15 +80,16 @@ def tdtype_size(dtype):
     return 4 if dtype == "float32" else 2
 
 
-def run(torch, x, skip, gamma, beta, bias, groups, act, with_sum, plan=None, out=None):
-    """(y, s) through the resident design, y and s laid out as x (NaN-poisoned); plan forced if given."""
+def run(torch, x, skip, gamma, beta, bias, groups, act, with_sum, plan=None, out=None, layout=None):
+    """(y, s) through the resident design, y and s laid out as x (NaN-poisoned); plan forced if given;
+    layout as the binding's (channels-last views of shapes whose spatial dims are all 1 are contiguous)."""
     y = group_norm.empty_like(x) if out is None else out
     if out is None:
         y.fill_(float("nan"))
     s = group_norm.empty_like(x).fill_(float("nan")) if with_sum else None
     _, ran = group_norm.kernel(x, skip, num_groups=groups, gamma=gamma, beta=beta, bias=bias, activation=act,
                                epsilon=1e-5, output_sum=with_sum, out=y, sum_out=s, resident=plan or True,
-                               return_plan=True)
+                               layout=layout, return_plan=True)
     torch.cuda.synchronize()
     if plan is not None:
         assert ran == tuple(plan), f"forced {plan}, ran {ran}"
@@ -117,7 +118,8 @@ def test_channels_last_kernel(torch, record, variant, dtype):
         _, x, skip, gamma, beta, bias = make_cl(torch, gen, shape, dt, variant, cs, offset)
         ry, rs = ref_of(x, skip, gamma, beta, bias, groups, act)
         for plan in resident_plans(shape, groups, dtype, cs, VARIANTS[variant][2]) + [None]:
-            y, s, ran = run(torch, x, skip, gamma, beta, bias, groups, act, with_sum, plan if offset == 0 else None)
+            y, s, ran = run(torch, x, skip, gamma, beta, bias, groups, act, with_sum, plan if offset == 0 else None,
+                            layout="channels_last")
             at = shape + (f"G{groups}", f"cs{cs}", str(ran)) + ((f"+{offset}",) if offset else ())
             check(record, "group_norm cl", variant, dtype, at, y, ry)
             assert bool((pad_of(y, shape) == 0).all()), f"{at}: y's pad is not zero"
@@ -302,7 +304,7 @@ def test_group_norm_plugin_channels_last_matches_bare_kernel(h, torch, record, f
         torch.cuda.synchronize()
         cu = lambda a: torch.from_numpy(a).cuda()  # noqa: E731
         by, bs = group_norm.kernel(x, skip, num_groups=groups, gamma=cu(gamma), beta=cu(beta), bias=cu(bias),
-                                   activation="silu", epsilon=1e-5, output_sum=True)
+                                   activation="silu", epsilon=1e-5, output_sum=True, layout="channels_last")
         torch.cuda.synchronize()
         assert torch.equal(outs[0], by) and torch.equal(outs[1], bs), f"{dtype}: plugin enqueue and bare kernel differ"
         ry, rs = ref_of(x, skip, cu(gamma), cu(beta), cu(bias), groups, "silu")

@@ -404,13 +404,15 @@ LAYOUTS = {"channels_first": 0, "channels_last": 1}
 def channel_stride(t) -> int | None:
     """The pixel stride of a logical N, C, spatial... tensor stored channels-last (channels contiguous,
     pixels `cs` >= C elements apart in order, as torch.channels_last or a view of a [N, spatial..., cs]
-    buffer); None where it is not stored so."""
-    if t.dim() < 3 or t.stride(1) != 1:
+    buffer); None where it is not stored so. Dims of size 1 have no stride that matters: a tensor whose
+    spatial dims are all 1 is both layouts (cs: the sample stride, or C for one sample)."""
+    if t.dim() < 3 or (t.stride(1) != 1 and t.shape[1] > 1):
         return None
-    cs = t.stride(-1)
+    spatial = [d for d in range(2, t.dim()) if t.shape[d] > 1]
+    cs = t.stride(spatial[-1]) if spatial else t.stride(0) if t.shape[0] > 1 else t.shape[1]
     expect = cs
     for d in range(t.dim() - 1, 1, -1):
-        if t.stride(d) != expect and t.shape[d] > 1:
+        if t.shape[d] > 1 and t.stride(d) != expect:
             return None
         expect *= t.shape[d]
     return cs if cs >= t.shape[1] and (t.shape[0] == 1 or t.stride(0) == expect) else None
@@ -445,7 +447,8 @@ def channels_last_ok(dtype, channels: int, stride: int = 0) -> bool:
 
 def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activation: str = "none",
            epsilon: float = EPSILON, output_sum: bool = False, out=None, sum_out=None, workspace=None,
-           plan: tuple | None = None, resident: tuple | bool = False, return_plan: bool = False):
+           plan: tuple | None = None, resident: tuple | bool = False, layout: str | None = None,
+           return_plan: bool = False):
     """s = x (+ bias[c]) (+ skip); y = act(GroupNorm(s) * gamma + beta) over x = N, C, spatial...
     Returns y, or (y, s) with output_sum; with return_plan, (that, the plan that ran). x contiguous
     (channels-first) or stored channels-last (channel_stride(x): skip, out, sum_out laid out alike;
@@ -453,25 +456,29 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
     workspace: a CUDA uint8 tensor of at least workspace_size(N, num_groups) bytes (allocated when
     None). The design: channels-first the split one, plan (chunks, chunk_len[, cluster]) to force it
     (None: the plugin's, looked up once per shape); channels-last, or resident True / a plan
-    (grid, per, resident, fused) channels-first, the resident one (True: the plugin's)."""
+    (grid, per, resident, fused) channels-first, the resident one (True: the plugin's). layout: None
+    reads it from x's strides (contiguous: channels-first); "channels_last" for a tensor that is both
+    (all spatial dims 1)."""
     import torch
 
     if x.dim() < 3:
         raise ValueError(f"x must be N, C, spatial... (rank >= 3); got {tuple(x.shape)}")
     n, c = x.shape[0], x.shape[1]
     spatial = x.numel() // (n * c) if n * c else 0
-    cs = None if x.is_contiguous() else channel_stride(x)
-    if cs is None and not x.is_contiguous():
+    if layout not in (None, *LAYOUTS):
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}; got {layout!r}")
+    cs = None if layout != "channels_last" and x.is_contiguous() else channel_stride(x)
+    if cs is None and (layout == "channels_last" or not x.is_contiguous()):
         raise ValueError("x must be contiguous or stored channels-last (channels contiguous, pixels in order)")
     y = empty_like(x) if out is None else out
     s = (empty_like(x) if sum_out is None else sum_out) if output_sum else None
     for t, name in ((y, "out"), (s, "sum_out")):
-        if t is not None and (t.shape != x.shape or t.dtype != x.dtype or _stride_of(t) != cs):
+        if t is not None and (t.shape != x.shape or t.dtype != x.dtype or _stride_of(t, cs) != cs):
             raise ValueError(f"{name} must be laid out as x ({tuple(x.shape)}, {x.dtype}, channel stride {cs})")
     skip_ptr, mode = 0, "none"
     if skip is not None:
         per_channel = (n, c) + (1,) * (x.dim() - 2)
-        if skip.shape == x.shape and skip.dtype == x.dtype and _stride_of(skip) == cs:
+        if skip.shape == x.shape and skip.dtype == x.dtype and _stride_of(skip, cs) == cs:
             skip_ptr, mode = skip.data_ptr(), "full"
         elif tuple(skip.shape) == per_channel and skip.dtype == x.dtype and skip.stride(1) == 1 and (
                 n == 1 or skip.stride(0) == (cs or c)):
@@ -502,8 +509,9 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
     return (result, ran) if return_plan else result
 
 
-def _stride_of(t) -> int | None:
-    return None if t.is_contiguous() else channel_stride(t)
+def _stride_of(t, cs: int | None = None) -> int | None:
+    """t's channel stride where it is stored channels-last (also when contiguous, if cs asks for it)."""
+    return None if t.is_contiguous() and cs is None else channel_stride(t)
 
 
 def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int,
