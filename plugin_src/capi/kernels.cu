@@ -51,16 +51,27 @@ TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long 
     return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, out, cap);
 }
 
-TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int skip_mode, const float* bias,
-                             const float* gamma, const float* beta, void* y, void* sum, void* workspace,
-                             size_t workspace_size, long long n, long long channels, long long spatial, long long groups,
-                             float epsilon, int act, long long plan_chunks, long long plan_chunk_len, int plan_cluster,
-                             long long* ran, void* stream) {
+namespace {
+trtp::GroupNormArgs groupNormArgs(const void* x, const void* skip, int skip_mode, const float* bias, const float* gamma,
+                                  const float* beta, void* y, void* sum, void* workspace, size_t workspace_size,
+                                  long long n, long long channels, long long spatial, long long groups, float epsilon,
+                                  int act) {
     trtp::GroupNormArgs a;
     a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
     a.workspace = workspace, a.workspaceSize = workspace_size;
     a.n = n, a.channels = channels, a.spatial = spatial, a.groups = groups, a.epsilon = epsilon;
     a.skipMode = trtp::GroupNormSkip(skip_mode), a.act = trtp::GroupNormAct(act);
+    return a;
+}
+} // namespace
+
+TRTP_API int trtp_group_norm(int dtype, const void* x, const void* skip, int skip_mode, const float* bias,
+                             const float* gamma, const float* beta, void* y, void* sum, void* workspace,
+                             size_t workspace_size, long long n, long long channels, long long spatial, long long groups,
+                             float epsilon, int act, long long plan_chunks, long long plan_chunk_len, int plan_cluster,
+                             long long* ran, void* stream) {
+    trtp::GroupNormArgs a = groupNormArgs(x, skip, skip_mode, bias, gamma, beta, y, sum, workspace, workspace_size, n,
+                                          channels, spatial, groups, epsilon, act);
     a.plan.chunks = plan_chunks, a.plan.chunkLen = plan_chunk_len, a.plan.cluster = plan_cluster != 0;
     if (plan_chunks == 0 && groups > 0 && channels % groups == 0)
         a.plan = trtp::groupNormConfigure(trtp::DType(dtype), n, groups, channels / groups * spatial, a.skipMode);
@@ -113,11 +124,8 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
                                       void* sum, void* workspace, size_t workspace_size, long long n, long long channels,
                                       long long spatial, long long groups, float epsilon, int act, const long long* plan,
                                       long long* ran, void* stream) {
-    trtp::GroupNormArgs a;
-    a.x = x, a.skip = skip, a.bias = bias, a.gamma = gamma, a.beta = beta, a.y = y, a.sum = sum;
-    a.workspace = workspace, a.workspaceSize = workspace_size;
-    a.n = n, a.channels = channels, a.spatial = spatial, a.groups = groups, a.epsilon = epsilon;
-    a.skipMode = trtp::GroupNormSkip(skip_mode), a.act = trtp::GroupNormAct(act);
+    trtp::GroupNormArgs a = groupNormArgs(x, skip, skip_mode, bias, gamma, beta, y, sum, workspace, workspace_size, n,
+                                          channels, spatial, groups, epsilon, act);
     a.layout = trtp::GroupNormLayout(layout), a.channelStride = channel_stride;
     trtp::groupNormResidentDevice(); // what a configure does first: the kernels' shared memory limit on this GPU
     if (plan) a.resident.grid = int(plan[0]), a.resident.per = plan[1], a.resident.resident = plan[2], a.resident.fused = plan[3] != 0;

@@ -67,6 +67,25 @@ void skipNorms(trtp::DType dt, long long rows, long long hidden, size_t off, siz
     }
 }
 
+// A GroupNorm launch over the buffers: skip mode `mode` (a full skip, or per channel in `chan`),
+// bias, sum and SiLU with a skip, y over x (and the sum over a full skip) in place; shape sh = n, c,
+// spatial, groups.
+trtp::GroupNormArgs gnArgs(Buf& x, Buf& skip, Buf& chan, Buf& w, Buf& y, Buf& s, Buf& ws, size_t wsBytes, int mode,
+                           bool inPlace, const long long (&sh)[4]) {
+    trtp::GroupNormArgs a;
+    a.x = x.p();
+    a.skipMode = trtp::GroupNormSkip(mode);
+    a.skip = mode == 1 ? skip.p() : mode == 2 ? chan.p() : nullptr;
+    a.bias = mode ? static_cast<const float*>(w.p()) : nullptr;
+    a.gamma = a.beta = static_cast<const float*>(w.p());
+    a.y = inPlace ? x.p() : y.p();
+    a.sum = !mode ? nullptr : inPlace && mode == 1 ? skip.p() : s.p();
+    a.workspace = ws.p(), a.workspaceSize = wsBytes;
+    a.n = sh[0], a.channels = sh[1], a.spatial = sh[2], a.groups = sh[3];
+    a.act = trtp::GroupNormAct(mode % 2);
+    return a;
+}
+
 } // namespace
 
 // argv[1], if given: only that part (rows: BiasActivation and SkipNorm; gated; group_norm;
@@ -166,17 +185,7 @@ int main(int argc, char** argv) {
                     }
                     for (const trtp::GroupNormPlan& plan : plans) {
                         for (int inPlace = 0; inPlace < 2; ++inPlace) {
-                            trtp::GroupNormArgs a;
-                            a.x = x.p();
-                            a.skipMode = skipMode;
-                            a.skip = mode == 1 ? skip.p() : mode == 2 ? chan.p() : nullptr;
-                            a.bias = mode ? static_cast<const float*>(w.p()) : nullptr;
-                            a.gamma = a.beta = static_cast<const float*>(w.p());
-                            a.y = inPlace ? x.p() : y.p();
-                            a.sum = !mode ? nullptr : inPlace && mode == 1 ? skip.p() : s.p();
-                            a.workspace = ws.p(), a.workspaceSize = wsBytes;
-                            a.n = n, a.channels = c, a.spatial = hw, a.groups = g;
-                            a.act = trtp::GroupNormAct(mode % 2);
+                            trtp::GroupNormArgs a = gnArgs(x, skip, chan, w, y, s, ws, wsBytes, mode, inPlace, sh);
                             a.plan = plan;
                             trtp::GroupNormPlan ran;
                             check(trtp::launchGroupNorm(dt, a, 0, &ran), plan.cluster ? "group_norm cluster" : "group_norm",
@@ -225,18 +234,8 @@ int main(int argc, char** argv) {
                     }
                     for (const trtp::GroupNormResidentPlan& plan : plans) {
                         for (int inPlace = 0; inPlace < 2; ++inPlace) {
-                            trtp::GroupNormArgs a;
-                            a.x = x.p();
-                            a.skipMode = shape.skip;
-                            a.skip = mode == 1 ? skip.p() : mode == 2 ? chan.p() : nullptr;
-                            a.bias = mode ? static_cast<const float*>(w.p()) : nullptr;
-                            a.gamma = a.beta = static_cast<const float*>(w.p());
-                            a.y = inPlace ? x.p() : y.p();
-                            a.sum = !mode ? nullptr : inPlace && mode == 1 ? skip.p() : s.p();
-                            a.workspace = ws.p(), a.workspaceSize = wsBytes;
-                            a.n = n, a.channels = c, a.spatial = hw, a.groups = g;
+                            trtp::GroupNormArgs a = gnArgs(x, skip, chan, w, y, s, ws, wsBytes, mode, inPlace, sh);
                             a.layout = shape.layout, a.channelStride = shape.channelStride;
-                            a.act = trtp::GroupNormAct(mode % 2);
                             a.resident = plan;
                             trtp::GroupNormResidentPlan ran;
                             check(trtp::launchGroupNorm(dt, a, 0, nullptr, &ran),

@@ -3,15 +3,17 @@
 #include "common.cuh"
 #include "group_norm.h"
 
-#include <mutex>
 #include <type_traits>
 
+#include "host.h"
 #include "kernels.cuh"
 
 namespace trtp {
 namespace {
 
 using namespace detail;
+using gn::roundUp;
+using gn::succeeded;
 
 // Calls f(std::integral_constant<GroupNormSkip, mode>{}) for a runtime skip mode.
 template <class F> cudaError_t dispatchSkip(GroupNormSkip mode, F&& f) {
@@ -93,11 +95,6 @@ GroupNormPlan clusterPlan(DType dt, int64_t total, int64_t groupSize, GroupNormS
     return p;
 }
 
-// A CUDA call's success; a failure's error is cleared (an answer here, not an error for the caller's next check).
-bool succeeded(cudaError_t e) {
-    if (e != cudaSuccess) cudaGetLastError();
-    return e == cudaSuccess;
-}
 
 // Whether the current GPU can run a cluster of the plan (registers, shared memory, cluster size).
 bool clusterFits(DType dt, GroupNormSkip skip, const GroupNormPlan& p) {
@@ -146,25 +143,10 @@ GroupNormDevice queryDevice(int dev) {
     return ok ? d : GroupNormDevice{};
 }
 
-constexpr size_t kWsAlign = 256;
-size_t roundUp(size_t v) { return (v + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
 } // namespace
 
-GroupNormDevice groupNormDevice() noexcept {
-    constexpr int kDevices = 64;
-    static std::once_flag once[kDevices];
-    static GroupNormDevice known[kDevices];
-    try {
-        int dev = -1;
-        if (!succeeded(cudaGetDevice(&dev)) || dev < 0) return {};
-        if (dev >= kDevices) return queryDevice(dev);
-        std::call_once(once[dev], [&] { known[dev] = queryDevice(dev); });
-        return known[dev];
-    } catch (...) {
-        return {};
-    }
-}
+GroupNormDevice groupNormDevice() noexcept { return gn::perDevice<GroupNormDevice>(queryDevice); }
 
 GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip,
                             const GroupNormDevice& dev) {

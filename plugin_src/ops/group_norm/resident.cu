@@ -2,32 +2,29 @@
 // launch; the kernel is in resident.cuh.
 #include "resident.cuh"
 
-#include <mutex>
+#include "host.h"
 
 namespace trtp {
 namespace {
 
+using gn::roundUp;
+using gn::succeeded;
+
 constexpr int32_t kMaxCtas = 1024; // the workspace holds partials of this many CTAs
 
+// Calls f(residentKernel<T, VEC, L>) for every instantiation.
+template <class T, class F> void forEachLayoutKernel(F& f) {
+    f(residentKernel<T, 1, GroupNormLayout::kChannelsFirst>);
+    f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst>);
+    f(residentKernel<T, 1, GroupNormLayout::kChannelsLast>);
+    f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast>);
+}
 template <class F> void forEachKernelOf(F&& f) {
-    f(residentKernel<float, 1, GroupNormLayout::kChannelsFirst>);
-    f(residentKernel<float, 4, GroupNormLayout::kChannelsFirst>);
-    f(residentKernel<float, 1, GroupNormLayout::kChannelsLast>);
-    f(residentKernel<float, 4, GroupNormLayout::kChannelsLast>);
-    f(residentKernel<__half, 1, GroupNormLayout::kChannelsFirst>);
-    f(residentKernel<__half, 8, GroupNormLayout::kChannelsFirst>);
-    f(residentKernel<__half, 1, GroupNormLayout::kChannelsLast>);
-    f(residentKernel<__half, 8, GroupNormLayout::kChannelsLast>);
-    f(residentKernel<__nv_bfloat16, 1, GroupNormLayout::kChannelsFirst>);
-    f(residentKernel<__nv_bfloat16, 8, GroupNormLayout::kChannelsFirst>);
-    f(residentKernel<__nv_bfloat16, 1, GroupNormLayout::kChannelsLast>);
-    f(residentKernel<__nv_bfloat16, 8, GroupNormLayout::kChannelsLast>);
+    forEachLayoutKernel<float>(f);
+    forEachLayoutKernel<__half>(f);
+    forEachLayoutKernel<__nv_bfloat16>(f);
 }
 
-bool succeeded(cudaError_t e) {
-    if (e != cudaSuccess) cudaGetLastError(); // an answer here, not an error for the caller's next check
-    return e == cudaSuccess;
-}
 
 int64_t elemBytes(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 int64_t vecOf(DType dt) { return 16 / elemBytes(dt); }
@@ -149,24 +146,11 @@ cudaError_t launchWith(const Gn<T>& a, const GroupNormResidentPlan& p, size_t sm
     return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, nullptr, 0, stream, b);
 }
 
-constexpr size_t kWsAlign = 256;
-size_t roundUp(size_t v) { return (v + kWsAlign - 1) / kWsAlign * kWsAlign; }
 
 } // namespace
 
 GroupNormResidentDevice groupNormResidentDevice() noexcept {
-    constexpr int kDevices = 64;
-    static std::once_flag once[kDevices];
-    static GroupNormResidentDevice known[kDevices];
-    try {
-        int dev = -1;
-        if (!succeeded(cudaGetDevice(&dev)) || dev < 0) return {};
-        if (dev >= kDevices) return queryDevice(dev);
-        std::call_once(once[dev], [&] { known[dev] = queryDevice(dev); });
-        return known[dev];
-    } catch (...) {
-        return {};
-    }
+    return gn::perDevice<GroupNormResidentDevice>(queryDevice);
 }
 
 bool groupNormChannelsLastOk(DType dt, int64_t channels, int64_t channelStride) {

@@ -86,6 +86,17 @@ template <Src S, class T, int VEC> __device__ __forceinline__ Pack<T, VEC> fetch
 
 __device__ __forceinline__ float silu(float v) { return __fdividef(v, 1.f + __expf(-v)); } // exp overflow -> 0
 
+// A pack's x (+ its full skip) as FP32: s before the per-channel part.
+template <class T, int VEC>
+__device__ __forceinline__ void packValues(const Gn<T>& a, const Pack<T, VEC>& px, const Pack<T, VEC>& pk, float (&v)[VEC]) {
+    toFloats(px, v);
+    if (a.skipMode != GroupNormSkip::kFull) return;
+    float k[VEC];
+    toFloats(pk, k);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) v[e] += k[e];
+}
+
 // A CTA's view: its range, the staged tail, its pieces (the segments it meets) and the shared arrays.
 template <class T> struct Cta {
     int64_t u0, u1, rs;   // range [u0, u1); units >= rs are staged
@@ -204,13 +215,7 @@ __device__ __forceinline__ void cfWalk(const Gn<T>& a, const T* xs, const T* ks,
             const int64_t o = o0 + u * kStep;
             if (o >= p.e1) continue;
             float v[VEC];
-            toFloats(px[u], v);
-            if (a.skipMode == GroupNormSkip::kFull) {
-                float k[VEC];
-                toFloats(pk[u], k);
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) v[e] += k[e];
-            }
+            packValues(a, px[u], pk[u], v);
             const int32_t c = c0 + int32_t(a.spatialDiv.div(uint32_t(o - gs)));
             const float add = channelAdd<false>(a, n, c);
 #pragma unroll
@@ -307,13 +312,7 @@ __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const
             const int64_t q = q0 + u * step;
             if (q >= p1) continue;
             float v[VEC];
-            toFloats(px[u], v);
-            if (a.skipMode == GroupNormSkip::kFull) {
-                float k[VEC];
-                toFloats(pk[u], k);
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) v[e] += k[e];
-            }
+            packValues(a, px[u], pk[u], v);
 #pragma unroll
             for (int e = 0; e < VEC; ++e) v[e] += add[e];
             f(v, q * a.cstride + l.c);
