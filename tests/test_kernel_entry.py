@@ -52,7 +52,7 @@ def test_output_shapes_and_workspace():
     gated = kernels.Kernel("GatedActivation", activation="gelu")
     assert gated.output_shape((5, 16)) == (5, 8) and gated.output_shape((5, 8), (5, 8)) == (5, 8)
     gn = kernels.Kernel("GroupNorm", num_groups=4, gamma=ones(8))
-    assert gn.workspace_size("float16", (3, 8, 4, 4)) == group_norm.workspace_size(3, 4) > 0
+    assert gn.workspace_size("float16", (3, 8, 4, 4)) == group_norm.workspace_size(3, 4, "channels_first") > 0
     assert kernels.Kernel("BiasActivation", activation="relu").workspace_size("float32", (4, 4)) == 0
     legacy = kernels.Kernel("CustomGeluPluginDynamic", type_id=1, bias=ones(3))
     assert legacy.output_shape((2, 1, 3, 1, 1)) == (2, 1, 3, 1, 1)

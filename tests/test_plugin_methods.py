@@ -115,6 +115,18 @@ def test_group_norm_configures_channels_last(h):
     assert p.workspace([HALF] * 2, [(2, 40, 8, 8)] * 2, 1) > 0
 
 
+def test_group_norm_workspace_follows_the_format(h):
+    """getWorkspaceSize sees the formats: channels-last asks for the resident design's partials (per
+    group and CTA), linear for the channels-first designs' (the same bound as the bare kernels')."""
+    from trtplugins.ops import group_norm as gn
+
+    p = h.create_from("GroupNorm", num_groups=32, gamma=np.ones(320, np.float32))
+    shapes = [(2, 320, 8, 8)] * 2
+    assert p.workspace([HALF] * 2, shapes, 1) == gn.workspace_size(2, 32, "channels_first") > 0
+    p.set_formats([HWC8, HWC8])
+    assert p.workspace([HALF] * 2, shapes, 1) == gn.workspace_size(2, 32, "channels_last") > 0
+
+
 def test_format_rejects_wrong_io_counts(h):
     assert not norm(h).supports(0, [HALF] * 4, 3)  # three inputs
     assert not norm(h).supports(0, [HALF] * 3, 1)  # two outputs, one expected

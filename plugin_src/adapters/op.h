@@ -89,7 +89,9 @@ public:
     size_t workspaceSize(const Desc* in, int32_t nbIn) const {
         if constexpr (UsesWorkspace<Op>::value) {
             check(in != nullptr && nbIn >= this->minInputs() && nbIn <= this->maxInputs(), "bad input descriptors");
-            return Base::workspaceSize(dimsOf(in, nbIn, [](const auto& d) -> const auto& { return maxDims(d); }).data(), nbIn);
+            Format f = Format::kLinear;
+            toFormat(plainDesc(in[0]).format, f);
+            return Base::workspaceSize(dimsOf(in, nbIn, [](const auto& d) -> const auto& { return maxDims(d); }).data(), nbIn, f);
         } else {
             (void)in, (void)nbIn;
             return 0;

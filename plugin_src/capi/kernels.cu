@@ -104,7 +104,9 @@ TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_b
     *sms = d.sms, *smem_per_sm = d.smemPerSm, *smem_per_block = d.smemPerBlock, *max_cluster = d.maxCluster;
 }
 
-TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups) { return trtp::groupNormWorkspaceSize(n, groups); }
+TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups, int layout) {
+    return layout < 0 ? trtp::groupNormWorkspaceSize(n, groups) : trtp::groupNormWorkspaceSize(n, groups, trtp::GroupNormLayout(layout));
+}
 
 namespace {
 trtp::GroupNormShape residentShape(int layout, long long channel_stride, long long n, long long channels, long long spatial,

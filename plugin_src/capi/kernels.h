@@ -51,7 +51,9 @@ TRTP_API void trtp_group_norm_configure(int dtype, long long n, long long groups
 // What the cluster path knows about the current GPU (GroupNormDevice): max_cluster 0 = no clusters.
 TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_block, int* max_cluster);
 
-TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups);
+// Workspace bytes for batch n (any smaller shape): the plugin's for a layout (0 channels-first, 1
+// channels-last), or (-1) enough for either.
+TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups, int layout);
 
 // GroupNorm's resident design, either layout (0 channels-first, 1 channels-last with channel_stride
 // elements between pixels; 0: channels). plan (grid, per, resident, fused): one to force, or null: the

@@ -18,7 +18,7 @@
 //   static bool acceptsFormat(DType, Format, const Dims& x);  // x: build-time dims (-1 unknown)
 // An op that needs per-shape scratch memory declares instead of onConfigured and that launch:
 //   void onConfiguredDims(DType, Format, const Dims* in, int32_t nbInputs);  // input 0's dims all known
-//   size_t workspaceSize(const Dims* in, int32_t nbInputs) const;    // bytes for these dims and any smaller
+//   size_t workspaceSize(Format, const Dims* in, int32_t nbInputs) const;    // bytes for these dims and any smaller
 //   cudaError_t launch(..., const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t) const;
 // (the workspace comes from TensorRT: getWorkspaceSize of the profile's largest dims).
 #pragma once
@@ -52,7 +52,7 @@ protected:
 // Whether an op declares the workspace hooks.
 template <class Op, class = void> struct UsesWorkspace : std::false_type {};
 template <class Op>
-struct UsesWorkspace<Op, std::void_t<decltype(std::declval<const Op&>().workspaceSize(static_cast<const Dims*>(nullptr),
+struct UsesWorkspace<Op, std::void_t<decltype(std::declval<const Op&>().workspaceSize(Format{}, static_cast<const Dims*>(nullptr),
                                                                                          int32_t{}))>> : std::true_type {};
 
 // Whether an op takes formats besides linear.

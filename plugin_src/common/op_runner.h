@@ -55,12 +55,12 @@ public:
     }
 
     // Scratch bytes for the largest dims of each input (0 for ops without the hook).
-    size_t workspaceSize(const Dims* maxDims, int32_t nbIn) const {
+    size_t workspaceSize(const Dims* maxDims, int32_t nbIn, Format format = Format::kLinear) const {
         if constexpr (UsesWorkspace<Op>::value) {
             check(maxDims != nullptr && nbIn >= minInputs() && nbIn <= maxInputs(), "bad input descriptors");
-            return mOp.workspaceSize(maxDims, nbIn);
+            return mOp.workspaceSize(format, maxDims, nbIn);
         } else {
-            (void)maxDims, (void)nbIn;
+            (void)maxDims, (void)nbIn, (void)format;
             return 0;
         }
     }

@@ -295,7 +295,7 @@ def test_group_norm_in_place(torch, record, dtype):
 def test_group_norm_bad_arguments_return_errors(torch):
     x = torch.randn(2, 8, 4, 4, device="cuda")
     g = torch.ones(8, device="cuda")
-    ws = torch.empty(group_norm.workspace_size(2, 4), dtype=torch.uint8, device="cuda")
+    ws = torch.empty(group_norm.workspace_size(2, 4, "channels_first"), dtype=torch.uint8, device="cuda")
     p = x.data_ptr()
     raw = lambda **kw: group_norm.raw_kernel(**{**dict(  # noqa: E731
         dtype="float32", x=p, skip=0, skip_mode="none", bias=0, gamma=g.data_ptr(), beta=0, y=p, sum_out=0,
@@ -352,7 +352,7 @@ def test_group_norm_plugin_matches_bare_kernel(h, torch, record, dtype, shape, g
     assert p.initialize() == 0
     assert p.shape_change(types, shapes, len(inputs)) == 0
     size = p.workspace(types, shapes, len(inputs))
-    assert size >= group_norm.workspace_size(shape[0], groups) > 0
+    assert size >= group_norm.workspace_size(shape[0], groups, "channels_first") > 0
     ws = torch.empty(size, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.current_stream().cuda_stream
     rc = p.enqueue(types, shapes, [t.data_ptr() for t in inputs], [t.data_ptr() for t in outs], stream,

@@ -392,9 +392,10 @@ def device() -> dict[str, int]:
     return dict(zip(DEVICE_KEYS, (v.value for v in vals)))
 
 
-def workspace_size(n: int, groups: int) -> int:
-    """Workspace bytes the plugin asks for with batch n (covers every smaller shape)."""
-    return kernels.load().trtp_group_norm_workspace(n, groups)
+def workspace_size(n: int, groups: int, layout: str | None = None) -> int:
+    """Workspace bytes the plugin asks for with batch n (covers every smaller shape), for a layout
+    ("channels_first", "channels_last"; None: enough for either)."""
+    return kernels.load().trtp_group_norm_workspace(n, groups, -1 if layout is None else LAYOUTS[layout])
 
 
 #: GroupNormLayout ids

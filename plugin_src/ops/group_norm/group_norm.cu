@@ -181,9 +181,18 @@ size_t splitWorkspaceSize(int64_t n, int64_t groups) {
     return roundUp((size_t(kTargetCtas) + total) * sizeof(float2)) + roundUp(total * sizeof(float));
 }
 
-size_t groupNormWorkspaceSize(int64_t n, int64_t groups) {
-    const size_t split = splitWorkspaceSize(n, groups), resident = groupNormResidentWorkspaceSize(n, groups);
+size_t groupNormWorkspaceSize(int64_t n, int64_t groups, GroupNormLayout layout) {
+    const size_t resident = groupNormResidentWorkspaceSize(n, groups, layout);
+    if (layout == GroupNormLayout::kChannelsLast) return resident;
+    const size_t split = splitWorkspaceSize(n, groups);
     return split > resident ? split : resident;
+}
+
+size_t groupNormWorkspaceSize(int64_t n, int64_t groups) {
+    return groupNormWorkspaceSize(n, groups, GroupNormLayout::kChannelsLast) >
+                   groupNormWorkspaceSize(n, groups, GroupNormLayout::kChannelsFirst)
+               ? groupNormWorkspaceSize(n, groups, GroupNormLayout::kChannelsLast)
+               : groupNormWorkspaceSize(n, groups, GroupNormLayout::kChannelsFirst);
 }
 
 cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran,

@@ -101,6 +101,8 @@ GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t gr
 // what getWorkspaceSize returns for the largest shape of a profile. A fused or cluster launch may fall
 // back to two launches, so it is always asked for.
 size_t groupNormWorkspaceSize(int64_t n, int64_t groups);
+// The same for one layout (the plugin's: its format decides).
+size_t groupNormWorkspaceSize(int64_t n, int64_t groups, GroupNormLayout layout);
 
 struct GroupNormArgs {
     const void* x = nullptr;      // N x C x spatial, dtype dt
@@ -134,6 +136,6 @@ cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t st
 
 // The resident design alone (launchGroupNorm calls it for channels-last or a resident plan).
 cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormResidentPlan* ran);
-size_t groupNormResidentWorkspaceSize(int64_t n, int64_t groups);
+size_t groupNormResidentWorkspaceSize(int64_t n, int64_t groups, GroupNormLayout layout);
 
 } // namespace trtp

@@ -105,10 +105,11 @@ void GroupNormOp::onConfiguredDims(DType dt, Format f, const Dims* in, int32_t n
 }
 
 // The bound covers every shape up to the largest batch (the partials depend on N * groups only).
-size_t GroupNormOp::workspaceSize(const Dims* in, int32_t) const {
+size_t GroupNormOp::workspaceSize(Format f, const Dims* in, int32_t) const {
     const auto& x = in[0];
     if (x.nbDims < 1 || x.d[0] < 0) fail("input dims %s: the batch size must be known", dimsString(x).c_str());
-    return groupNormWorkspaceSize(x.d[0] > 0 ? x.d[0] : 1, mP.numGroups);
+    return groupNormWorkspaceSize(x.d[0] > 0 ? x.d[0] : 1, mP.numGroups,
+                                  channelPad(f) ? GroupNormLayout::kChannelsLast : GroupNormLayout::kChannelsFirst);
 }
 
 cudaError_t GroupNormOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
@@ -124,7 +125,7 @@ cudaError_t GroupNormOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs
     a.y = outputs[0];
     a.sum = mP.outputSum ? outputs[1] : nullptr;
     a.workspace = workspace;
-    a.workspaceSize = groupNormWorkspaceSize(a.n, mP.numGroups); // TensorRT gave at least this (the profile's max batch)
+    a.workspaceSize = groupNormWorkspaceSize(a.n, mP.numGroups, a.layout); // TensorRT gave at least this (the profile's max batch)
     a.groups = mP.numGroups;
     a.epsilon = mP.epsilon;
     a.act = mP.act;

@@ -31,7 +31,7 @@ public:
     static bool acceptsFormat(DType dt, Format f, const Dims& x);
     void checkDims(const Dims* in, int32_t nbInputs) const;
     void onConfiguredDims(DType dt, Format f, const Dims* in, int32_t nbInputs);
-    size_t workspaceSize(const Dims* in, int32_t nbInputs) const;
+    size_t workspaceSize(Format f, const Dims* in, int32_t nbInputs) const;
     cudaError_t launch(DType dt, const TensorDesc* in, int32_t nbInputs, const DeviceWeights& w,
                        const void* const* inputs, void* const* outputs, void* workspace, cudaStream_t stream) const;
 

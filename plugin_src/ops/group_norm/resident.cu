@@ -10,7 +10,7 @@ namespace {
 using gn::roundUp;
 using gn::succeeded;
 
-constexpr int32_t kMaxCtas = 1024; // the workspace holds partials of this many CTAs
+constexpr int32_t kMaxCtas = int32_t(kTwoLaunchCtas); // the workspace holds partials of this many CTAs
 
 // Calls f(residentKernel<T, VEC, L>) for every instantiation.
 template <class T, class F> void forEachLayoutKernel(F& f) {
@@ -164,11 +164,12 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
     if (!clThreadsOk(g)) return {};
     const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
     if (dev.sms > 0) {
-        GroupNormResidentPlan p = split(g, needed < dev.sms ? needed : dev.sms, 0);
+        const int64_t ctas = dev.sms < kMaxCtas ? dev.sms : kMaxCtas;
+        GroupNormResidentPlan p = split(g, needed < ctas ? needed : ctas, 0);
         const int64_t free = dev.smemPerBlock - auxSmem(g, p.per) - 64; // 64: the staged copies' rounding
         if (free >= 0) {
-            const int64_t cap = free / g.unitSmem / g.align * g.align;
-            p.resident = cap < p.per ? cap : p.per;
+            const int64_t fits = free / g.unitSmem / g.align * g.align;
+            p.resident = fits < p.per ? fits : p.per;
             p.fused = true;
             return p;
         }
@@ -201,11 +202,12 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
     }
 }
 
-// Partials: (CTAs + segments) x width float2, then one shift per group; both 256-byte aligned.
-size_t groupNormResidentWorkspaceSize(int64_t n, int64_t groups) {
+// Partials: (CTAs + segments) x width float2 (width: groups channels-last, else 1), then one shift per
+// group; both 256-byte aligned.
+size_t groupNormResidentWorkspaceSize(int64_t n, int64_t groups, GroupNormLayout layout) {
     if (n < 1 || groups < 1) return 0;
-    const size_t g = size_t(groups), total = size_t(n) * g;
-    return roundUp((size_t(kMaxCtas) * g + total) * sizeof(float2)) + roundUp(total * sizeof(float));
+    const size_t width = layout == GroupNormLayout::kChannelsLast ? size_t(groups) : 1, total = size_t(n) * size_t(groups);
+    return roundUp((size_t(kMaxCtas) * width + total) * sizeof(float2)) + roundUp(total * sizeof(float));
 }
 
 cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormResidentPlan* ran) {
@@ -217,7 +219,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
     if (dt != DType::kFloat32 && dt != DType::kFloat16 && dt != DType::kBFloat16) return cudaErrorInvalidValue;
     if (s.n == 0 || s.spatial == 0) return cudaSuccess;
     if (!args.x || !args.y || !args.gamma || (s.skip != GroupNormSkip::kNone && !args.skip)) return cudaErrorInvalidValue;
-    if (!args.workspace || args.workspaceSize < groupNormResidentWorkspaceSize(s.n, s.groups) || !aligned16(args.workspace))
+    if (!args.workspace || args.workspaceSize < groupNormResidentWorkspaceSize(s.n, s.groups, s.layout) || !aligned16(args.workspace))
         return cudaErrorInvalidValue;
     const bool aligned = aligned16(args.x) && aligned16(args.y) && (!args.sum || aligned16(args.sum)) &&
                          (s.skip != GroupNormSkip::kFull || aligned16(args.skip));
@@ -232,7 +234,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
                         c.grid == ceilDiv(g.units, c.per) && c.resident >= 0 && c.resident <= c.per &&
                         (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset;
     GroupNormResidentPlan plan = planOk ? c : twoLaunches;
-    const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(s.groups) + size_t(s.n * s.groups)) * sizeof(float2));
+    const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(g.width) + size_t(s.n * s.groups)) * sizeof(float2));
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
         using T = decltype(tag);
         Gn<T> a{};
