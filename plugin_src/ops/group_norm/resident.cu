@@ -242,6 +242,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.bias = args.bias, a.gamma = args.gamma, a.beta = args.beta;
         a.y = static_cast<T*>(args.y), a.sum = static_cast<T*>(args.sum);
         a.slots = static_cast<float2*>(args.workspace);
+        a.slotStride = kMaxCtas + g.units / g.segLen; // CTAs + segments
         a.shifts = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + partialBytes);
         a.units = g.units, a.segLen = g.segLen;
         a.spatialDiv = FastDiv(uint32_t(s.spatial));

@@ -62,7 +62,8 @@ template <class T> struct Gn {
     const float* beta;
     T* y;
     T* sum;
-    float2* slots;  // [(cta + segment) * width + g]: (sum d, sum d^2); width: groups channels-last, else 1
+    float2* slots;  // [g * slotStride + cta + segment]: (sum d, sum d^2); g < groups channels-last, else 0
+    int64_t slotStride; // CTAs + segments: a group's partials of consecutive CTAs are adjacent
     float* shifts;  // [segment * width + g]: K
     int64_t units, segLen, per, resident;
     FastDiv spatialDiv;          // channels-first: an element's channel in its group
@@ -166,7 +167,7 @@ template <bool CL, class T> __device__ __forceinline__ void gatherStats(const Gn
             const int64_t j0 = s * a.segLen / a.per, j1 = ((s + 1) * a.segLen - 1) / a.per;
 #pragma unroll 4
             for (int64_t j = j0 + sub; j <= j1; j += kTP) {
-                const float2 v = a.slots[(j + s) * width + g];
+                const float2 v = a.slots[g * a.slotStride + j + s];
                 s1 += v.x, s2 += v.y;
             }
         }
@@ -379,7 +380,7 @@ template <class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>
             clGroupSums(a, t.red, pass ? g2 : g1);
             __syncthreads();
         }
-        for (int32_t g = threadIdx.x; g < a.groups; g += kThreads) a.slots[(blockIdx.x + n) * a.groups + g] = make_float2(g1[g], g2[g]);
+        for (int32_t g = threadIdx.x; g < a.groups; g += kThreads) a.slots[g * a.slotStride + blockIdx.x + n] = make_float2(g1[g], g2[g]);
         __syncthreads();
     }
 }
