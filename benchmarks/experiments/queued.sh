@@ -1,29 +1,41 @@
 #!/usr/bin/env bash
-# The device work queued in RESULTS.md ("Targets still missed"), in one call: the TensorRT OSS GroupNorm
-# peer's self-test, the two pending A/Bs, and the ahead-prefetch sweep. Outputs under $OUT.
-#   bash benchmarks/experiments/queued.sh [ab1|ab2|ahead|peer ...]   (default: all)
+# The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
+# call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
+#   bash benchmarks/experiments/queued.sh STEP
+# Steps:
+#   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
+#            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
+#   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
+#   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
+#   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
+#            then ncu of the resident kernel channels-last and channels-first at SD batch 2
+#   ahead    the pending ahead-prefetch sweep of the looped SkipNorm kernel (ab.py PENDING)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1 OUT=${OUT:-build/queued}
 mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-fi
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-steps=${*:-peer ahead}
-ab=benchmarks/experiments/ab.py
-status=0
-for s in $steps; do
-  echo "=== $s ($(date +%T))"
-  case $s in
-    peer) (cd .peers/trtoss_groupnorm && ./build.sh && python3 selftest.py) > "$OUT/peer.log" 2>&1; rc=$?; tail -4 "$OUT/peer.log" ;;
-    ab1) python3 $ab small_unroll1 --repeat 2 -- --ops bias_gelu bias_relu6 --hiddens --odd --no-compile; rc=$? ;;
-    ab2) python3 $ab gelu_forms -- --ops bias_gelu geglu --no-small --no-compile; rc=$? ;;
-    ahead) python3 $ab --no-base --sweep-build loop_rows_ahead --env TRTPLUGINS_AHEAD=0,2048,8192 -- --sweep --looped-only \
-             --ops layer_norm rms_norm --dtypes fp16 --hiddens 768 2048 4096 16384 --odd 5121 --no-small; rc=$? ;;
-    *) echo "unknown step $s"; rc=2 ;;
-  esac
-  echo "=== $s: rc $rc"
-  [ $rc -eq 0 ] || status=1
-done
-exit $status
+batch=benchmarks/experiments/gpu_batch.sh
+case ${1:-} in
+  tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
+            SANITIZE="group_norm_resident" MEMCHECK="group_norm gated rows" SANITIZE_TIMEOUT=25 bash $batch ;;
+  tests2) TESTS="plugin_gpu or concurrency" TEST_TIMEOUT=420 bash $batch ;;
+  torch) bash benchmarks/run_torch_gpu.sh ;;
+  gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
+        BENCH_TIMEOUT=420 bash $batch
+      for layout in channels_last channels_first; do
+        timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
+          --section SchedulerStats --section LaunchStats -c 2 python3 -c "
+import torch, sys; sys.path.insert(0, '.')
+from trtplugins.ops import group_norm as g
+x = torch.randn(2, 320, 64, 64, device='cuda', dtype=torch.float16)
+x = x.contiguous(memory_format=torch.channels_last) if '$layout' == 'channels_last' else x
+w = torch.ones(320, device='cuda')
+for _ in range(2): g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, layout='$layout')
+torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
+        tail -40 "$OUT/ncu_resident_$layout.txt"
+      done ;;
+  ahead) python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/liger*.whl && export PYTHONPATH=/tmp/site
+         python3 benchmarks/experiments/ab.py --no-base --sweep-build loop_rows_ahead --env TRTPLUGINS_AHEAD=0,2048,8192 \
+           -- --sweep --looped-only --ops layer_norm rms_norm --dtypes fp16 --hiddens 768 2048 4096 16384 --odd 5121 --no-small ;;
+  *) sed -n '2,13p' "$0"; exit 2 ;;
+esac
