@@ -1,7 +1,7 @@
 """Every op of the schema has what an op needs, in the order docs/adding-an-op.md walks through:
 its folder (kernel, declaration, registration), its V2 and V3 creators, its Python module
-(reference, patterns or why none, kernel binding), its sanitizer case, GPU test, benchmark point
-and README row. The test fails with the list of what is missing."""
+(reference, patterns or why none, kernel binding), its sanitizer case, GPU test, benchmark point,
+torch op and README row. The test fails with the list of what is missing."""
 
 from __future__ import annotations
 
@@ -18,12 +18,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "plugin_src"
 
 
+def _why_not(path: Path, name: str) -> dict[str, str]:
+    """{plugin: why} of the dict `name = {ops.X: "why", ...}` in path, read as text."""
+    block = path.read_text().split(f"{name} = {{", 1)[1].split("}", 1)[0]
+    return {getattr(ops, c): why for c, why in re.findall(r'ops\.(\w+): "([^"]+)"', block)}
+
+
 def _bench_plugins() -> tuple[set[str], dict[str, str]]:
     """(plugins scripts/bench_kernels.py times, {plugin: why not}): bench_ops.py's PLUGIN_OF and NOT_BENCHED."""
-    text = (ROOT / "scripts" / "bench_ops.py").read_text()
-    timed = set(re.findall(r'"\w+": ops\.(\w+)', text.split("PLUGIN_OF = {", 1)[1].split("}", 1)[0]))
-    skipped = dict(re.findall(r'ops\.(\w+): "([^"]+)"', text.split("NOT_BENCHED = {", 1)[1].split("}", 1)[0]))
-    return {getattr(ops, c) for c in timed}, {getattr(ops, c): why for c, why in skipped.items()}
+    path = ROOT / "scripts" / "bench_ops.py"
+    timed = set(re.findall(r'"\w+": ops\.(\w+)', path.read_text().split("PLUGIN_OF = {", 1)[1].split("}", 1)[0]))
+    return {getattr(ops, c) for c in timed}, _why_not(path, "NOT_BENCHED")
 
 
 def missing(op: str, harnesses) -> list[str]:
@@ -59,6 +64,11 @@ def missing(op: str, harnesses) -> list[str]:
     timed, skipped = _bench_plugins()
     if op not in timed and op not in skipped:
         out.append("a benchmark point in scripts/bench_ops.py (PLUGIN_OF), or NOT_BENCHED saying why")
+    torch = ROOT / "trtplugins" / "torch"
+    if op not in _why_not(torch / "library.py", "NOT_IN_TORCH") and not all(
+            f"\ndef {folder}(" in (torch / f).read_text() for f in ("cpu.py", "_kernels.py")):
+        out.append(f"its torch op: {folder}() in trtplugins/torch/cpu.py and _kernels.py, or NOT_IN_TORCH in "
+                   "trtplugins/torch/library.py saying why")
     if not re.search(rf"^\| `{re.escape(op)}`", (ROOT / "README.md").read_text(), re.M):
         out.append("its row in the README's table of plugins")
     return out

@@ -152,7 +152,7 @@ def _plugin_nodes(model):
 
 
 def _validate(exported, reference_model, args, names):
-    """The export on the CPU (plugin nodes by trtplugins.reference) against the unfused torch model."""
+    """The export on the CPU (plugin nodes by their op modules' references) against the unfused torch model."""
     got = list(evaluate(exported, {n: a.numpy() for n, a in zip(names, args)}).values())[0]
     with torch.no_grad():
         want = reference_model(*args)[0]

@@ -1,6 +1,6 @@
 """trtplugins.torch custom ops on the CPU: registered from the op spec, the CPU implementation
-against trtplugins.reference within the kernels' tolerances, fake tensors (torch.compile with
-fullgraph, torch.export), opcheck, errors, and no backward."""
+against the op modules' references (trtplugins.ops.<op>.reference) within the kernels' tolerances,
+fake tensors (torch.compile with fullgraph, torch.export), opcheck, errors, and no backward."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ torch = pytest.importorskip("torch", reason="trtplugins.torch needs torch (pip i
 
 from gpu.test_kernels import TOL  # noqa: E402  the kernels' stated tolerances
 
-from trtplugins import ops, reference  # noqa: E402
+from trtplugins import ops  # noqa: E402
+from trtplugins.ops import bias_activation, gated_activation, group_norm, skip_norm  # noqa: E402
 from trtplugins.torch import library  # noqa: E402
 
 T = torch.ops.trtplugins
@@ -22,18 +23,15 @@ DTYPES = ("float32", "float16", "bfloat16")
 
 
 def test_every_op_is_registered_from_its_declaration():
-    assert [library.op_name(p) for p in library.PLUGINS] == ["skip_norm", "group_norm", "bias_activation",
-                                                             "gated_activation"]
+    assert [library.op_name(p) for p in library.PLUGINS] == ["bias_activation", "gated_activation", "skip_norm",
+                                                             "group_norm"]
     for plugin in library.PLUGINS:
         spec, name = ops.spec(plugin), library.op_name(plugin)
         schema = getattr(T, name).default._schema
         assert [a.name for a in schema.arguments] == [t.name for t in spec.inputs] + [f.name for f in spec.fields]
         for a, f in zip(schema.arguments[len(spec.inputs):], spec.fields):
             assert a.kwarg_only and (a.has_default_value() != f.required)
-            if f.choices and not f.required:
-                assert a.default_value == f.choices[0]
-            elif f.default is not None:
-                assert a.default_value == f.default
+            assert not a.has_default_value() or a.default_value == f.default
         assert str(schema.returns[0].type) == ("List[Tensor]" if any(t.when for t in spec.outputs) else "Tensor")
         for key in ("CPU", "CUDA", "Meta", "Autograd"):
             assert torch._C._dispatch_has_kernel_for_dispatch_key(f"trtplugins::{name}", key), (name, key)
@@ -65,7 +63,7 @@ def test_skip_norm_cpu_matches_reference(dtype):
         s = None if skip is None else _rand(shape if skip == "full" else shape[1:], dtype, gen)
         w = {k: _rand(shape[-1:], "float32", gen) for k, on in (("gamma", True), ("beta", beta), ("bias", bias)) if on}
         out = T.skip_norm(x, s, norm=norm, epsilon=1e-5, output_sum=out_sum, **w)
-        ref = reference.skip_norm(_f64(x), _f64(s), norm=norm, output_sum=bool(out_sum),
+        ref = skip_norm.reference(_f64(x), _f64(s), norm=norm, output_sum=bool(out_sum),
                                   **{k: _f64(v) for k, v in w.items()})
         for o, r in zip(out, ref if out_sum else [ref]):
             _check(o, r, dtype, f"skip_norm {norm} skip={skip} beta={beta} bias={bias} {shape}")
@@ -82,7 +80,7 @@ def test_group_norm_cpu_matches_reference(dtype):
         if bias:
             w["bias"] = _rand(shape[1:2], "float32", gen)
         out = T.group_norm(x, s, num_groups=2, activation=act, output_sum=out_sum, **w)
-        ref = reference.group_norm(_f64(x), _f64(s), num_groups=2, activation_name=act, output_sum=bool(out_sum),
+        ref = group_norm.reference(_f64(x), _f64(s), num_groups=2, activation_name=act, output_sum=bool(out_sum),
                                    **{k: _f64(v) for k, v in w.items()})
         for o, r in zip(out, ref if out_sum else [ref]):
             _check(o, r, dtype, f"group_norm {act} skip={skip} bias={bias} {shape}")
@@ -94,7 +92,7 @@ def test_activations_cpu_match_reference(dtype):
     x = _rand((3, 4, 16), dtype, gen, 3.0)
     for act, bias in itertools.product(ops.ACTIVATIONS, (None, _rand((16,), "float32", gen))):
         _check(T.bias_activation(x, activation=act, bias=bias),
-               reference.bias_activation(_f64(x), _f64(bias), act), dtype, f"bias_activation {act}")
+               bias_activation.reference(_f64(x), _f64(bias), act), dtype, f"bias_activation {act}")
     x2 = _rand((3, 4, 16), dtype, gen, 3.0)
     for act, gate, two, bias in itertools.product(ops.GATED_ACTIVATIONS, ("first", "second"), (False, True),
                                                   (False, True)):
@@ -102,7 +100,7 @@ def test_activations_cpu_match_reference(dtype):
         w = {"gate_bias": _rand((width,), "float32", gen), "linear_bias": _rand((width,), "bfloat16", gen)} if bias \
             else {}
         out = T.gated_activation(x, x2 if two else None, activation=act, gate=gate, **w)
-        ref = reference.gated_activation(_f64(x), _f64(x2) if two else None, activation_name=act, gate=gate,
+        ref = gated_activation.reference(_f64(x), _f64(x2) if two else None, activation_name=act, gate=gate,
                                          **{k: _f64(v) for k, v in w.items()})
         _check(out, ref, dtype, f"gated_activation {act} {gate} two={two} bias={bias}")
 

@@ -1,8 +1,8 @@
-"""trtplugins.torch on a GPU: the CUDA path (our kernels) against trtplugins.reference within the
-kernel tests' tolerances for FP32/FP16/BF16, FP32 and 16-bit weights (the 16-bit copies the
-kernels read, the FP32 copies kept per weight and refreshed when it changes), CUDA-graph capture,
-opcheck on CUDA, torch.compile(fullgraph=True) with Inductor, and fused tiny models against the
-unfused ones."""
+"""trtplugins.torch on a GPU: the CUDA path (our kernels) against the op modules' references
+within the kernel tests' tolerances for FP32/FP16/BF16, FP32 and 16-bit weights (the 16-bit copies
+the kernels read, the FP32 copies kept per weight and refreshed when it changes), CUDA-graph
+capture, opcheck on CUDA, torch.compile(fullgraph=True) with Inductor, and fused tiny models
+against the unfused ones."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from trtplugins import ops, reference
+from trtplugins import ops
+from trtplugins.ops import bias_activation, gated_activation, group_norm, skip_norm
 
 from .test_kernels import DTYPES, check, f64, tdtype
 
@@ -49,7 +50,7 @@ def test_skip_norm_cuda(torch, record, dtype):
         if extra:
             w.update(beta=_rand(torch, gen, shape[-1:], wdt), bias=_rand(torch, gen, shape[-1:], torch.float32))
         out = T.skip_norm(x, s, norm=norm, epsilon=1e-5, output_sum=out_sum, **w)
-        ref = reference.skip_norm(f64(x), None if s is None else f64(s), norm=norm, output_sum=bool(out_sum),
+        ref = skip_norm.reference(f64(x), None if s is None else f64(s), norm=norm, output_sum=bool(out_sum),
                                   **{k: _w64(v) for k, v in w.items()})
         variant = f"torch {norm}{'+' + skip if skip else ''}{'+beta+bias' if extra else ''} w:{str(wdt)[6:]}"
         for o, r in zip(out, ref if out_sum else [ref]):
@@ -70,7 +71,7 @@ def test_group_norm_cuda(torch, record, dtype):
         if bias:
             w["bias"] = _rand(torch, gen, shape[1:2], torch.float32)
         (out,) = T.group_norm(x, s, num_groups=32 if shape[1] % 32 == 0 else 8, activation=act, **w)
-        ref = reference.group_norm(f64(x), None if s is None else f64(s), num_groups=32 if shape[1] % 32 == 0 else 8,
+        ref = group_norm.reference(f64(x), None if s is None else f64(s), num_groups=32 if shape[1] % 32 == 0 else 8,
                                    activation_name=act, **{k: _w64(v) for k, v in w.items()})
         check(record, "torch.group_norm", f"torch {act}{'+' + skip if skip else ''} w:{str(wdt)[6:]}", dtype, shape,
               out, ref)
@@ -86,12 +87,12 @@ def test_activations_cuda(torch, record, dtype):
         for act, bias in itertools.product(ops.ACTIVATIONS, (None, _rand(torch, gen, shape[-1:], dt))):
             out = T.bias_activation(x, activation=act, bias=bias)
             check(record, "torch.bias_activation", f"torch {act}", dtype, shape, out,
-                  reference.bias_activation(f64(x), _w64(bias), act))
+                  bias_activation.reference(f64(x), _w64(bias), act))
         if shape[-1] % 2 == 0:
             for act, gate in itertools.product(ops.GATED_ACTIVATIONS, ("first", "second")):
                 out = T.gated_activation(x, activation=act, gate=gate)
                 check(record, "torch.gated_activation", f"torch {act} {gate}", dtype, shape, out,
-                      reference.gated_activation(f64(x), activation_name=act, gate=gate))
+                      gated_activation.reference(f64(x), activation_name=act, gate=gate))
 
 
 @pytest.mark.gpu

@@ -1,5 +1,6 @@
-"""The ops in torch on any device: trtplugins.reference's math (FP32 here, as the kernels
-accumulate), the CPU implementation of the custom ops. Shapes are checked by the caller."""
+"""The ops in torch on any device: the math of the op modules' references
+(trtplugins.ops.<op>.reference; FP32 here, as the kernels accumulate), the CPU implementation of
+the custom ops. Shapes are checked by the caller."""
 
 from __future__ import annotations
 

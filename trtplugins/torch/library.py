@@ -1,6 +1,7 @@
 """torch.library custom ops `trtplugins::<op>`, one per fused op, registered from the op spec
 (trtplugins.ops: schema.json): the plugin's inputs are the op's tensor arguments, its fields
-keyword-only arguments (weights as tensors, strings, ints, floats, with the declared defaults).
+keyword-only arguments (weights as tensors, strings, ints, floats, with the declared defaults);
+each op is named after its op module (trtplugins/ops/skip_norm.py: trtplugins::skip_norm).
 Ops with an optional second output (`output_sum`) return a list of tensors.
 
 Kernels: CUDA (the project's kernels through _kernels, on the current stream), CPU (cpu.py),
@@ -9,29 +10,22 @@ gradient raises, naming the op). Every implementation checks the arguments the s
 
 from __future__ import annotations
 
-import re
-
 import torch
 
 from .. import ops
+from ..ops import registry
 from . import cpu
 
 NAMESPACE = ops.DOMAIN  # trtplugins::<op>
-PLUGINS = (ops.SKIP_NORM, ops.GROUP_NORM, ops.BIAS_ACTIVATION, ops.GATED_ACTIVATION)
+#: the ops with no torch op, and why (tests/test_completeness.py: every other op has one)
+NOT_IN_TORCH = {ops.LEGACY_GELU: "TensorRT OSS's plugin name for a GELU: torch code calls bias_activation"}
+PLUGINS = tuple(p for p in ops.OPS if p not in NOT_IN_TORCH)
 _TYPES = {"string": "str", "float": "float", "int": "int", "weights": "Tensor"}
 
 
 def op_name(plugin: str) -> str:
-    """SkipNorm -> skip_norm."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", plugin).lower()
-
-
-def default(f: ops.Field):
-    """A field's default; an optional enum without a declared one means its first choice (as the
-    declarations parse it: GatedActivation's gate "first", GroupNorm's activation "none")."""
-    if f.default is None and f.choices and not f.required:
-        return f.choices[0]
-    return f.default
+    """The name of its op module: SkipNorm -> skip_norm."""
+    return registry.module(plugin).__name__.rpartition(".")[2]
 
 
 def _multi(spec: ops.OpSpec) -> bool:
@@ -48,8 +42,7 @@ def schema(spec: ops.OpSpec) -> str:
         elif f.kind == "weights":
             args.append(f"{typ}? {f.name}=None")
         else:
-            d = default(f)
-            args.append(f'{typ} {f.name}="{d}"' if f.kind == "string" else f"{typ} {f.name}={d!r}")
+            args.append(f'{typ} {f.name}="{f.default}"' if f.kind == "string" else f"{typ} {f.name}={f.default!r}")
     return f"({', '.join(args)}) -> {'Tensor[]' if _multi(spec) else 'Tensor'}"
 
 
@@ -60,7 +53,7 @@ def bind(spec: ops.OpSpec, args: tuple, kwargs: dict) -> dict:
     for t in spec.inputs:
         out.setdefault(t.name, kwargs.get(t.name))
     for f in spec.fields:
-        out[f.name] = kwargs.get(f.name, default(f))
+        out[f.name] = kwargs.get(f.name, f.default)
     return out
 
 

@@ -21,10 +21,9 @@ import torch
 
 from .. import ops
 from ..graph.errors import GraphError
-from .library import NAMESPACE, PLUGINS, bind, default, op_name
+from .library import NAMESPACE, PLUGINS, bind, op_name
 
 ROLES = "trtplugins_inputs"  # the intermediate node's attribute naming its inputs
-_ONNX_TYPES = ["tensor(float)", "tensor(float16)", "tensor(bfloat16)"]
 _ATTR_KINDS = {"string": str, "float": float, "int": int}
 
 
@@ -46,7 +45,7 @@ def _schema(plugin: str, outputs: int) -> onnx.defs.OpSchema:
              inputs=[S.FormalParameter("inputs", "T", param_option=S.FormalParameterOption.Variadic,
                                        is_homogeneous=False)],
              outputs=[S.FormalParameter(t.name, "T") for t in spec.outputs[:outputs]],
-             type_constraints=[("T", _ONNX_TYPES, "")],
+             type_constraints=[("T", [f"tensor({'float' if t == 'float32' else t})" for t in spec.types], "")],
              attributes=[S.Attribute(f.name, attr[_ATTR_KINDS[f.kind]], required=False)
                          for f in spec.fields if f.kind != "weights"] + [S.Attribute(ROLES, S.AttrType.STRINGS)])
 
@@ -67,8 +66,7 @@ def _dynamo_translation(plugin: str):
 
     P = inspect.Parameter  # the op's signature: the exporter reads inputs and attributes from it
     params = [P(t.name, P.POSITIONAL_OR_KEYWORD, default=None if t.optional else P.empty) for t in spec.inputs]
-    params += [P(f.name, P.KEYWORD_ONLY, default=P.empty if f.required else None if f.kind == "weights"
-                 else default(f)) for f in spec.fields]
+    params += [P(f.name, P.KEYWORD_ONLY, default=P.empty if f.required else f.default) for f in spec.fields]
     translate.__signature__ = inspect.Signature(params)
     translate.__annotations__ = {f.name: _ATTR_KINDS[f.kind] for f in spec.fields if f.kind != "weights"}
     translate.__name__ = op_name(plugin)
@@ -94,8 +92,7 @@ def _torchscript_symbolic(plugin: str):
             kind = next((kinds[f.kind] for f in spec.fields if f.name == name), "v")
             a[name] = None if kind == "v" and sh._is_none(v) else v if kind == "v" else sh._get_const(v, kind, name)
         tensors, names, attrs = _present(spec, a)
-        suffix = {"string": "s", "float": "f", "int": "i"}
-        typed = {f"{f.name}_{suffix[f.kind]}": attrs[f.name] for f in spec.fields if f.kind != "weights"}
+        typed = {f"{f.name}_{kinds[f.kind]}": attrs[f.name] for f in spec.fields if f.kind != "weights"}
         n = spec.num_outputs(attrs)
         out = g.op(f"{ops.DOMAIN}::{plugin}", *tensors, **typed, **{f"{ROLES}_s": names}, outputs=n)
         x = tensors[0].type()
