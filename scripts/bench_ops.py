@@ -143,7 +143,7 @@ def make_gated(name, rows, width, dt):
 
 def make_group_norm(name, shape, dt, plan=None):
     """(ours, chain, chain_args, None, bytes) for GroupNorm (+ SiLU) over an N, C, H, W point; plan:
-    one to force (kernels.group_norm's), None: the plugin's."""
+    one to force (trtplugins.ops.group_norm.kernel's), None: the plugin's."""
     g = torch.Generator(device="cuda").manual_seed(0)
     n, c = shape[:2]
     x = torch.randn(shape, device="cuda", generator=g).to(dt)

@@ -78,7 +78,7 @@ def pytest_sessionfinish(session, exitstatus):
     lines = [
         "# GPU kernel test summary",
         "",
-        "max error = max |out - ref| / max(max|ref|, 1) over every output and shape (ref: trtplugins.reference",
+        "max error = max |out - ref| / max(max|ref|, 1) over every output and shape (ref: the op modules' references",
         "in float64 on the same rounded inputs); err/bound = max |out - ref| / (atol * scale + rtol * |ref|),",
         "<= 1 passes (tolerances: tests/gpu/test_kernels.py).",
         f"{len(_records)} checked launches.",

@@ -1,4 +1,4 @@
-"""GroupNorm (issue 16 item 1) on the GPU: the bare kernel against trtplugins.reference over a shape
+"""GroupNorm (issue 16 item 1) on the GPU: the bare kernel against trtplugins.ops.group_norm.reference over a shape
 grid (SD shapes, 1 element per group, num_groups 1 and = C, odd spatial sizes, rank 3 and 5, a
 zero batch), every fused variant, values near the FP16 limit, NaN confined to its group, unaligned
 pointers, in place; each through both paths, forced: the two launches, and one launch with

@@ -1,4 +1,4 @@
-"""Every kernel path against trtplugins.reference (numpy, float64), on a real GPU.
+"""Every kernel path against its op module's reference (numpy, float64), on a real GPU.
 
 Tolerances, per element, with scale = max(max|ref|, 1) of the tensor compared:
   float32:  |out - ref| <= 1e-5 * scale.  FP32 math with FP32 statistics; rounding of one FP32
