@@ -88,7 +88,8 @@ def point(shape, dt, silu, lig, oss, compile_it):
     fns = {"ours_cf": lambda: ours(x, y), "ours_cl": lambda: ours(xcl, ycl),
            "resident_cf": lambda: ours(x, y, resident=True),
            "eager_cf": lambda: eager(x), "eager_cl": lambda: eager(xcl)}
-    rec = {"op": "group_norm_silu" if silu else "group_norm", "shape": list(shape), "mb": x.numel() * x.element_size() / 1e6}
+    rec = {"op": "group_norm_silu" if silu else "group_norm", "shape": list(shape),
+           "mb": x.numel() * x.element_size() / 1e6}
     want = eager(x)
     for key in ("ours_cf", "ours_cl", "resident_cf"):
         bad = mismatch(fns[key]() if key != "ours_cl" else fns[key]().contiguous(), want)
@@ -134,9 +135,10 @@ def table(rows):
             "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) |")
     lines = [head, "|" + "---|" * 14]
     for r in rows:
-        cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}",
-                 f"{r['ours_cf'] * 1e6:.2f}" if r.get("ours_cf") else "-", f"{r['ours_cl'] * 1e6:.2f}" if r.get("ours_cl") else "-",
-                 f"{pct(r, 'ours_cf')} / {pct(r, 'ours_cl')} / {pct(r, 'resident_cf')}", f"{pct(r, 'eager_cf')} / {pct(r, 'eager_cl')}",
+        us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
+        cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}", us("ours_cf"), us("ours_cl"),
+                 f"{pct(r, 'ours_cf')} / {pct(r, 'ours_cl')} / {pct(r, 'resident_cf')}",
+                 f"{pct(r, 'eager_cf')} / {pct(r, 'eager_cl')}",
                  pct(r, "compile_cf"), pct(r, "liger"), pct(r, "trtoss_cl"), ratio(r, "compile_cf", "ours_cf"),
                  ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl")]
         lines.append("| " + " | ".join(cells) + " |")
@@ -156,7 +158,8 @@ def main():
     lig, oss = peers_available()
     args.out.mkdir(parents=True, exist_ok=True)
     rows, t0 = [], time.time()
-    env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     for shape, family in shapes(args.quick):
         for name in args.dtypes:
             for silu in (False, True):

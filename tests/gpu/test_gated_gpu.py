@@ -1,4 +1,5 @@
-"""GatedActivation (issue 16 item 2) on the GPU: the bare kernel against its reference (trtplugins.ops.gated_activation) for every
+"""GatedActivation (issue 16 item 2) on the GPU: the bare kernel against its reference
+(trtplugins.ops.gated_activation) for every
 activation, both forms (two tensors, the halves of one), either operand activated, with and without
 biases, over a shape grid with odd widths (scalar path) and unaligned pointers; in place, values near
 the FP16 limit, an empty batch, more than 2^32 elements; bad arguments; and the plugin's enqueue (both

@@ -515,9 +515,10 @@ def _stride_of(t, cs: int | None = None) -> int | None:
     return None if t.is_contiguous() and cs is None else channel_stride(t)
 
 
-def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int,
-                 sum_out: int, workspace: int, workspace_size: int, n: int, channels: int, spatial: int, groups: int,
-                 epsilon: float, activation, stream: int = 0, plan: tuple | None = None) -> tuple[int, int, int, bool]:
+def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int,
+                 y: int, sum_out: int, workspace: int, workspace_size: int, n: int, channels: int, spatial: int,
+                 groups: int, epsilon: float, activation, stream: int = 0,
+                 plan: tuple | None = None) -> tuple[int, int, int, bool]:
     """Launches GroupNorm's resident design; returns the plan that ran (grid, per, resident, fused).
     plan: one to force, None: the plugin's (resident_plan)."""
     ran = (ctypes.c_longlong * 4)()
