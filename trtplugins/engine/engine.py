@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from .. import ops
+from .. import ops, paths
 from ..graph import io as graph_io
 from .backend import Backend, _Logger, backend, progress_monitor
 from .errors import BuildError
@@ -104,6 +104,10 @@ def build(
     prof, notes = infer_profile(net_inputs, shapes)
     for n in notes:
         log(n)
+    guessed = [n for n, dims in net_inputs
+               if n not in (shapes or {}) and any(not isinstance(d, int) or d < 0 for d in dims)]
+    defaulted = (f" (the profile of {', '.join(guessed)} came from defaults for its dynamic dims: set it with "
+                 f"--shapes NAME:MIN/OPT/MAX)") if guessed else ""
     if any(not isinstance(d, int) or d < 0 for _, dims in net_inputs for d in dims) or shapes:
         p = builder.create_optimization_profile()
         for name, (mn, opt, mx) in prof.items():
@@ -126,11 +130,12 @@ def build(
     plan = builder.build_serialized_network(net, config)
     seconds = time.perf_counter() - t0
     if plan is None:
-        raise BuildError("engine build failed: " + (logger.errors[-1] if logger.errors else "no error message"))
+        raise BuildError("engine build failed: " + (logger.errors[-1] if logger.errors else "no error message")
+                         + defaulted)
     plan = bytes(memoryview(plan))
 
     if cache is not None:
-        Path(timing_cache).write_bytes(bytes(memoryview(config.get_timing_cache().serialize())))
+        paths.write_file(timing_cache, bytes(memoryview(config.get_timing_cache().serialize())), "--timing-cache")
 
     result_notes = []
     layers, plugins, src = *network_layers(net), "network"
@@ -160,7 +165,7 @@ def build_file(path, *, be: Backend | None = None, substitute: bool = True, fp16
     model, report = prepare(load_onnx(path), substitute=substitute, fp16=fp16 and be.strongly_typed, log=log,
                             plugin_api=api, patterns=patterns)
     if save_onnx:
-        graph_io.save_model(model, save_onnx)
+        graph_io.save_model(model, save_onnx, "--save-onnx")
         log(f"saved parsed ONNX to {save_onnx}")
     lib = load_plugins(be, plugins, required=bool(plugin_nodes(model)), log=log)
     res = build(model, be=be, fp16=fp16 and not be.strongly_typed, onnx_path=os.fspath(path), plugins=lib, log=log,
