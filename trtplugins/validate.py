@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import args as cli_args
+from . import args as arguments
 from . import engine as B
 from . import loader, ops, paths
 from .engine.profiles import no_duplicates
@@ -383,7 +383,7 @@ default target without full TensorRT compares the CPU plugin graph; --target cpu
 
 def main(argv=None, prog: str = "trtplugins validate") -> int:
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0], epilog=EPILOG)
-    cli_args.add_model_and_ops(ap, "the original FP32 ONNX model (before substitution)")
+    arguments.add_model_and_ops(ap, "the original FP32 ONNX model (before substitution)")
     ap.add_argument("--engine", help="plan to validate (default: build one with the plugins; needs tensorrt)")
     ap.add_argument("--fp16", action="store_true", help="validate FP16 (TensorRT 11: built from the FP16 model)")
     ap.add_argument("--target", choices=TARGETS, default="auto",
@@ -407,7 +407,7 @@ def main(argv=None, prog: str = "trtplugins validate") -> int:
     ap.add_argument("--report", metavar="FILE.json", help="write the JSON report")
     ap.add_argument("--verbose", action="store_true", help="Polygraphy's and ONNX Runtime's own logs")
     try:
-        a = cli_args.parse(ap, argv)
+        a = arguments.parse(ap, argv)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .. import args as cli_args
+from .. import args as arguments
 from .. import ops, paths
 from .backend import backend
 from .engine import build_file
@@ -21,7 +21,7 @@ def cli_args(argv=None, prog: str = "trtplugins build") -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog=prog, description="Build a TensorRT or TensorRT-RTX engine that uses the trtplugins plugins from an "
                                "ONNX model (exit 0 built, 2 user error or build failure).")
-    cli_args.add_model_and_ops(ap, "ONNX model (FP32)")
+    arguments.add_model_and_ops(ap, "ONNX model (FP32)")
     ap.add_argument("-o", "--output", help="plan file (default: MODEL with .plan, .fp16.plan with --fp16)")
     ap.add_argument("--fp16", action="store_true",
                     help="FP16: builder flag on TensorRT 10, FP16-converted model on TensorRT 11 / RTX")
@@ -39,9 +39,9 @@ def cli_args(argv=None, prog: str = "trtplugins build") -> argparse.Namespace:
                          f"v3 ({ops.V3_VERSION!r}, IPluginV3); default {ops.DEFAULT_API} (TensorRT-RTX imports only V3)")
     ap.add_argument("--save-onnx", metavar="FILE", help="also save the ONNX that was parsed (after substitution)")
     ap.add_argument("--summary-json", metavar="FILE", help="write the build summary as JSON")
-    ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--verbose", action="store_true", help="TensorRT's whole log and the deeper build phases")
     try:
-        a = cli_args.parse(ap, argv)
+        a = arguments.parse(ap, argv)
     except ValueError as e:
         raise BuildError(str(e)) from None
     a.shapes = parse_shapes(a.shapes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import args as cli_args
+from .. import args as arguments
 from .. import ops as plugin_ops
 from ..paths import PathError, distinct, output_file, write_file
 from . import GraphError, convert_fp16, load_model, substitute
@@ -20,7 +20,7 @@ from .io import in_workspace, save_model
 
 def main(argv: list[str] | None = None, prog: str = "trtplugins substitute") -> int:
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0].split(": ", 1)[1])
-    cli_args.add_model_and_ops(ap, "input .onnx (never modified)")
+    arguments.add_model_and_ops(ap, "input .onnx (never modified)")
     ap.add_argument("-o", "--output", help="output .onnx (required unless --dry-run)")
     ap.add_argument("--dry-run", action="store_true", help="match and report only, write no model")
     ap.add_argument("--report", help="write the report as JSON")
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None, prog: str = "trtplugins substitute") -> 
                          f"IPluginV3 (plugin_version {plugin_ops.V3_VERSION!r}, TensorRT 10/11 and TensorRT-RTX); "
                          f"default {plugin_ops.DEFAULT_API}")
     try:
-        a = cli_args.parse(ap, argv)
+        a = arguments.parse(ap, argv)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
