@@ -65,6 +65,16 @@ def _polygraphy():
     return OnnxrtRunner, SessionFromOnnx, SimpleCompareFunc, Comparator, DataLoader, G_LOGGER
 
 
+def quiet(yes: bool = True) -> None:
+    """Polygraphy's and ONNX Runtime's own logs: warnings only and nothing (ONNX Runtime's errors come
+    back as exceptions, which validate reports), or both in full."""
+    *_, G_LOGGER = _polygraphy()
+    G_LOGGER.module_severity = G_LOGGER.WARNING if yes else G_LOGGER.INFO
+    import onnxruntime
+
+    onnxruntime.set_default_logger_severity(4 if yes else 2)
+
+
 def _np_dtype(elem_type: int):
     from onnx import helper
 
@@ -414,11 +424,7 @@ def main(argv=None, prog: str = "trtplugins validate") -> int:
     try:
         if a.report:
             paths.output_file(a.report, "--report", inputs=[a.model, a.engine])
-        *_, G_LOGGER = _polygraphy()
-        G_LOGGER.module_severity = G_LOGGER.INFO if a.verbose else G_LOGGER.WARNING
-        import onnxruntime
-
-        onnxruntime.set_default_logger_severity(2 if a.verbose else 4)  # its errors come back as exceptions
+        quiet(not a.verbose)
         r = validate(a.model, engine=a.engine, precision="fp16" if a.fp16 else "fp32", atol=a.atol, rtol=a.rtol,
                      seed=a.seed, iterations=a.iterations, shapes=_shape_arg(a.input_shape), target=a.target,
                      substitute=not a.no_substitute, patterns=a.ops, plugins=a.plugins, rule=a.rule, bound=a.bound)
