@@ -134,3 +134,38 @@ runpy.run_path({str(ROOT / 'scripts' / 'bench_kernels.py')!r}, run_name="__main_
     r = subprocess.run([sys.executable, "-c", code.replace('"--help"', '"--no-compile"')], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 1 and r.stderr.startswith("error: the benchmark needs torch"), r.stderr[-2000:]
+
+
+def _main_without(tmp_path, blocked: tuple[str, ...]):
+    """`python -m trtplugins` in a process where the modules `blocked` cannot be imported."""
+    (tmp_path / "sitecustomize.py").write_text(f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ImportError(name + " blocked: not installed here")
+sys.meta_path.insert(0, Block())
+""")
+    return _main({"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
+
+
+def test_python_m_trtplugins_with_tensorrt_rtx_only(tmp_path):
+    """Defect 1 of issue 32: with only TensorRT-RTX installed `python -m trtplugins` said FAILED (no
+    TensorRT module), though `build_engine.py --backend rtx` works, and never said that the graph tools
+    need no TensorRT. The library loads into TensorRT-RTX's registry, which builds."""
+    pytest.importorskip("tensorrt_rtx_bindings", reason="TensorRT-RTX (tensorrt-rtx-cu13-bindings) not installed")
+    if loader.find_library("libtrtplugins_trt11.so")[0] is None:
+        pytest.skip("libtrtplugins_trt11.so not built (needs nvcc and TensorRT 11 headers)")
+    r = _main_without(tmp_path, ("tensorrt", "tensorrt_lean", "tensorrt_lean_bindings"))
+    assert r.returncode == 0 and "FAILED" not in r.stdout, r.stdout + r.stderr
+    assert "graph tools (substitute, FP16, validation on the CPU) ready: they need no TensorRT" in r.stdout
+    assert "engine builder: TensorRT-RTX 1." in r.stdout and "loaded into TensorRT-RTX 1." in r.stdout
+    assert "SkipNorm v2" in r.stdout and r.stdout.splitlines()[-1] == "OK"
+
+
+def test_python_m_trtplugins_without_any_tensorrt(tmp_path):
+    r = _main_without(tmp_path, ("tensorrt", "tensorrt_lean", "tensorrt_lean_bindings", "tensorrt_rtx",
+                                 "tensorrt_rtx_bindings"))
+    assert r.returncode == 0 and "FAILED" not in r.stdout, r.stdout + r.stderr
+    assert "TensorRT module: none installed" in r.stdout and "engine builder: none (pip install 'trtplugins[rtx]'" in r.stdout
+    assert r.stdout.splitlines()[-1].startswith("OK: graph tools")
