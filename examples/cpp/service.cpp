@@ -58,16 +58,20 @@ std::string libraryPath(const std::string& lib) {
 class Service {
 public:
     Service(const std::string& plan, const std::string& libName, bool loadLib) {
+        std::ifstream f(plan, std::ios::binary);
+        std::vector<char> blob((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (blob.empty()) throw std::runtime_error("cannot read " + plan);
         std::string lib = libraryPath(libName);
         if (!loadLib && !dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL))  // registers its creators
             throw std::runtime_error(std::string("dlopen: ") + dlerror());
+        int devices = 0;
+        cudaError_t e = cudaGetDeviceCount(&devices);
+        if (e != cudaSuccess || devices == 0)  // before TensorRT, which fails less clearly without one
+            throw std::runtime_error(std::string("no CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "none"));
         runtime_.reset(nvinfer1::createInferRuntime(logger_));
         if (!runtime_) throw std::runtime_error("createInferRuntime failed");
         if (loadLib && !runtime_->getPluginRegistry().loadLibrary(lib.c_str()))
             throw std::runtime_error("loadLibrary refused " + lib);
-        std::ifstream f(plan, std::ios::binary);
-        std::vector<char> blob((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-        if (blob.empty()) throw std::runtime_error("cannot read " + plan);
         engine_.reset(runtime_->deserializeCudaEngine(blob.data(), blob.size()));
         if (!engine_) throw std::runtime_error("deserialize failed (plugin library loaded?)");
     }
