@@ -204,3 +204,17 @@ def test_ops_validates_opt_in_substitutions_on_the_cpu(demo):
     r = _cli("--ops", "all", demo, "--target", "cpu", "--input-shape", "x:2x8x64")  # --ops before the model
     assert r.returncode == 0, r.stderr
     assert "-> BiasActivation" in r.stdout and "-> SkipNorm" in r.stdout and "PASSED" in r.stdout
+
+
+def test_errors_of_nan_inf_and_shapes():
+    ref = np.array([[1.0, -2.0, 0.0], [4.0, np.inf, np.nan]], np.float32)
+    same = V._errors(ref.copy(), ref, 1e-6)
+    assert same["passed_scale"] and same["scaled"] == 0.0 and same["max_ref"] == 4.0 and same["worst"] == []
+    got = ref.copy()
+    got[0, 1] = np.nan  # a NaN where the reference has a number
+    got[0, 0] = 1.5
+    o = V._errors(got, ref, 1e-3)
+    assert not o["passed_scale"] and o["max_abs"] == np.inf and o["max_rel_ref"] == 2.0
+    assert [w["at"] for w in o["worst"]] == [[0, 1], [0, 0]] and o["worst"][1] == {"at": [0, 0], "value": 1.5,
+                                                                                     "reference": 1.0}
+    assert not V._errors(got[:1], ref, 1.0)["passed_scale"]  # another shape

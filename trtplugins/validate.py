@@ -192,22 +192,25 @@ def _errors(got: np.ndarray, ref: np.ndarray, bound: float) -> dict:
         return {"scaled": float("inf"), "max_ref": 0.0, "max_abs": float("inf"), "mean_abs": float("inf"),
                 "max_rel": float("inf"), "max_rel_ref": 0.0, "worst": [], "passed_scale": False,
                 "shape_mismatch": [list(got.shape), list(ref.shape)]}
-    g, r = got.astype(np.float64), ref.astype(np.float64)
-    diff = np.abs(g - r)
-    diff[np.isnan(g) != np.isnan(r)] = np.inf  # NaN where the reference has none (or the reverse) is wrong
-    diff[np.isnan(g) & np.isnan(r)] = 0.0
-    scale = float(np.nanmax(np.abs(r))) if r.size else 0.0
+    g, r = got.astype(np.float64).ravel(), ref.astype(np.float64).ravel()
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(g - r)
+    diff[(g == r) | (np.isnan(g) & np.isnan(r))] = 0.0
+    diff[np.isnan(diff)] = np.inf  # NaN where the reference has a number (or the reverse) is wrong
+    finite = np.abs(r[np.isfinite(r)])
+    scale = float(finite.max()) if finite.size else 0.0
     max_abs = float(diff.max()) if diff.size else 0.0
     scaled = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else float("inf"))
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(diff == 0, 0.0, diff / np.abs(r))
-    at_rel = np.unravel_index(int(np.nanargmax(rel)), rel.shape) if rel.size else ()
-    order = np.argsort(diff, axis=None)[::-1][:WORST]
-    worst = [{"at": [int(i) for i in np.unravel_index(int(k), diff.shape)], "value": float(g.flat[k]),
-              "reference": float(r.flat[k])} for k in order if diff.flat[k] > 0]
-    return {"scaled": scaled, "max_ref": scale, "max_abs": max_abs, "mean_abs": float(diff.mean()) if diff.size else 0.0,
-            "max_rel": float(rel[at_rel]) if rel.size else 0.0, "max_rel_ref": float(abs(r[at_rel])) if rel.size else 0.0,
-            "worst": worst, "passed_scale": bool(scaled <= bound)}
+    k_rel = int(np.argmax(rel)) if rel.size else 0
+    order = [int(k) for k in np.argsort(diff)[::-1][:WORST] if diff[k] > 0]
+    at = lambda k: [int(i) for i in np.unravel_index(k, got.shape)]  # noqa: E731
+    return {"scaled": scaled, "max_ref": scale, "max_abs": max_abs,
+            "mean_abs": float(diff.mean()) if diff.size else 0.0, "max_rel": float(rel[k_rel]) if rel.size else 0.0,
+            "max_rel_ref": float(abs(r[k_rel])) if rel.size else 0.0,
+            "worst": [{"at": at(k), "value": float(g[k]), "reference": float(r[k])} for k in order],
+            "passed_scale": bool(scaled <= bound)}
 
 
 @dataclass
@@ -223,17 +226,19 @@ class Result:
                  f"{r['iterations']} iteration(s); rule: {scale_rule if r['rule'] == 'scale' else elem_rule})"]
         for name, o in r["outputs"].items():
             if "shape_mismatch" in o:
-                lines.append(f"  {name}: shape {o['shape_mismatch'][0]}, the reference's {o['shape_mismatch'][1]}  FAIL")
+                got, ref = o["shape_mismatch"]
+                lines.append(f"  {name}: shape {got}, the reference's {ref}  FAIL")
                 continue
             lines.append(f"  {name}: max |diff| / max |ref| {o['scaled']:.2e} (max |ref| {o['max_ref']:.3g})  "
-                         f"max abs {o['max_abs']:.2e}  mean abs {o['mean_abs']:.2e}  "
-                         f"max rel {o['max_rel']:.2e} (at |ref| {o['max_rel_ref']:.2e})  {'PASS' if o['passed'] else 'FAIL'}")
+                         f"max abs {o['max_abs']:.2e}  mean abs {o['mean_abs']:.2e}  max rel {o['max_rel']:.2e} "
+                         f"(at |ref| {o['max_rel_ref']:.2e})  {'PASS' if o['passed'] else 'FAIL'}")
             if o["worst"]:
                 lines.append("    worst: " + "; ".join(f"{w['at']} {w['value']:.6g} vs {w['reference']:.6g}"
                                                       for w in o["worst"]))
         other = "elementwise" if r["rule"] == "scale" else "scale"
         agree = all(o[f"passed_{other}"] for o in r["outputs"].values())
-        lines.append(f"other rule ({elem_rule if other == 'elementwise' else scale_rule}): {'PASS' if agree else 'FAIL'}")
+        other_rule = elem_rule if other == "elementwise" else scale_rule
+        lines.append(f"other rule ({other_rule}): {'PASS' if agree else 'FAIL'}")
         if not self.passed:
             lines.append("FAILED: outputs differ beyond tolerance")
         elif self.no_engine:
