@@ -2,6 +2,7 @@
 installs one `trtplugins` command, and the scripts never shadow the installed package.
 Real pip, real scikit-build-core and CMake (build isolation, the project's own pyproject.toml)."""
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -103,3 +104,29 @@ def test_python_m_and_command_help():
         assert f"\n  {name} " in r.stdout
     r = subprocess.run([sys.executable, "-m", "trtplugins", "bogus"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("error: unknown command 'bogus'")
+
+
+DEFAULT_ARCHS = "75-real;80-real;86-real;87-real;89-real;90-real;100-real;120-real;120-virtual"
+
+
+@pytest.mark.parametrize("caps, archs", [("9.0\n8.6\n9.0\n", "90-real;86-real"), (None, DEFAULT_ARCHS)])
+def test_archs_follow_the_machine_s_gpus(tmp_path, caps, archs):
+    """With headers and no TRTPLUGINS_CUDA_ARCHS the build targets the GPUs nvidia-smi reports (here a
+    stand-in for it), and without one the default list. Real CMake configure of plugin_src."""
+    headers = Path(os.environ.get("TRTPLUGINS_TENSORRT_ROOTS", str(ROOT.parent / "shared" / "tensorrt-headers" / "11.1"))
+                   .split(";")[-1])
+    if not (headers / "include" / "NvInfer.h").is_file() or not shutil.which("nvcc"):
+        pytest.skip("TensorRT headers or nvcc not found")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    path = [str(bin_dir), *(p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "nvidia-smi").exists())]
+    path.insert(1, str(Path(shutil.which("nvcc")).parent))
+    if caps is not None:
+        smi = bin_dir / "nvidia-smi"
+        smi.write_text("#!/bin/sh\nprintf '" + caps.replace("\n", "\\n") + "'\n")
+        smi.chmod(0o755)
+    r = subprocess.run(["cmake", "-S", str(ROOT / "plugin_src"), "-B", str(tmp_path / "b"), "-DTRTPLUGINS_BUILD_TESTS=OFF",
+                        f"-DTRTPLUGINS_TENSORRT_ROOTS={headers}"], capture_output=True, text=True,
+                       env=_env(PATH=os.pathsep.join(path)), timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert f"plugin libraries for TensorRT 11, for {archs}" in r.stdout, r.stdout[-2000:]
