@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 import zipfile
 from pathlib import Path
@@ -76,8 +77,11 @@ def test_one_command_installed(wheel, tmp_path):
     r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(path)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
-    r = subprocess.run([sys.executable, str(site / "bin" / "trtplugins")], capture_output=True, text=True,
-                       cwd=tmp_path, env=_env(PYTHONPATH=str(site)), timeout=120)
+    # -S: no .pth files, so an editable install of this clone (CI's) does not take the package's place;
+    # the dependencies come from this interpreter's site-packages, after the wheel's
+    deps = sysconfig.get_paths()["purelib"]
+    r = subprocess.run([sys.executable, "-S", str(site / "bin" / "trtplugins")], capture_output=True, text=True,
+                       cwd=tmp_path, env=_env(PYTHONPATH=os.pathsep.join([str(site), deps])), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert any(ln.startswith("native libraries: none: the install found no TensorRT headers") for ln in lines), r.stdout
@@ -91,8 +95,9 @@ def test_scripts_run_the_installed_package(tmp_path):
     (fake / "__init__.py").write_text("")
     (fake / "cli.py").write_text("def main(argv):\n    print('installed', argv)\n    return 0\n")
     for script in ("build_engine.py", "substitute_plugins.py", "validate.py", "export_demo.py"):
-        r = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "x.onnx"], capture_output=True, text=True,
-                           cwd=tmp_path, env=_env(PYTHONPATH=str(tmp_path / "site")), timeout=60)
+        # -S: no .pth files, so an editable install of this clone (CI's) is not what is installed here
+        r = subprocess.run([sys.executable, "-S", str(ROOT / "scripts" / script), "x.onnx"], capture_output=True,
+                           text=True, cwd=tmp_path, env=_env(PYTHONPATH=str(tmp_path / "site")), timeout=60)
         assert r.returncode == 0 and r.stdout.startswith("installed ["), (script, r.stdout, r.stderr)
         assert r.stdout.strip().endswith("'x.onnx']")
 
