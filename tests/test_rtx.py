@@ -65,6 +65,7 @@ def test_build_demo_cli(tmp_path, capsys):
 def test_build_cli_ops_fuses_the_opt_in_gated_unit(tmp_path, capsys):
     """A GEGLU FeedForward: left to the GEMM epilogue by default, a GatedActivation layer with --ops."""
     pytest.importorskip("torch", reason="the export needs torch (CPU build)")
+    _built_library()
     from test_gated_patterns import FeedForward, export
 
     src = tmp_path / "ff.onnx"
@@ -78,6 +79,7 @@ def test_build_cli_ops_fuses_the_opt_in_gated_unit(tmp_path, capsys):
 
 
 def test_parse_error_names_node():
+    _built_library()  # a model with nodes in the plugin domain builds in the process that loads the library
     m = _plugin_model()
     m.graph.node[0].op_type = "NoSuchOp"
     with pytest.raises(B.BuildError, match=r"parse error at node 'fused_gelu' \(NoSuchOp\): .*Plugin not found"):
