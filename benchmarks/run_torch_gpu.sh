@@ -2,7 +2,7 @@
 # Issue 33's GPU work in one call, from a clean checkout on the GPU machine (no network):
 #   1. the pure-Python wheels carried in .whl/ (diffusers, requests and its dependencies), those
 #      whose module the image lacks only, into /tmp/trtp-site (on PYTHONPATH);
-#   2. libtrtplugins_kernels.so for sm_90 (reused from build/gpu, scripts/gpu_check.sh's, if there);
+#   2. libtrtplugins_kernels.so for sm_90 (reused from build-gpu, scripts/gpu_check.sh's, if there);
 #   3. tests/gpu/test_torch_gpu.py (CUDA path vs reference, CUDA graphs, opcheck, Inductor fullgraph);
 #   4. benchmarks/bench_models.py (whole models; BUDGET_S caps it, default 180 s; BENCH_ARGS adds options).
 # Results and logs in $OUT (default build/torch-gpu).
@@ -32,13 +32,13 @@ python3 -c "import torch, transformers, diffusers; print('torch', torch.__versio
 
 step "kernel library"
 if [ -z "${TRTPLUGINS_KERNELS_LIB:-}" ]; then
-  lib=build/gpu/libtrtplugins_kernels.so
+  lib=build-gpu/libtrtplugins_kernels.so
   if [ ! -f "$lib" ]; then
     lib=build/torch-gpu-kernels/libtrtplugins_kernels.so
     gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
     cmake -S plugin_src -B build/torch-gpu-kernels "${gen[@]}" -DTRTPLUGINS_CUDA_ARCHS=${TRTPLUGINS_CUDA_ARCHS:-90-real} \
-          -DTRTPLUGINS_TENSORRT_ROOTS= > "$OUT/build.log" 2>&1 &&
-      cmake --build build/torch-gpu-kernels -j --target trtplugins_kernels >> "$OUT/build.log" 2>&1 ||
+          -DTRTPLUGINS_BUILD_KERNELS=ON -DTRTPLUGINS_TENSORRT_ROOTS= > "$OUT/build.log" 2>&1 &&
+      cmake --build build/torch-gpu-kernels -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" 2>&1 ||
       { tail -30 "$OUT/build.log"; exit 1; }
   fi
   export TRTPLUGINS_KERNELS_LIB=$PWD/$lib

@@ -39,15 +39,21 @@ import sys
 import time
 from pathlib import Path
 
-import torch
+from bench_points import GN_GROUPS, GN_OPS, GN_SHAPES, HIDDENS, HOIST, KNAME, LOOP, NORM_OPS, ODD, OPS
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from trtplugins import kernels  # noqa: E402
-from trtplugins.ops import group_norm, skip_norm  # noqa: E402
-from bench_ops import (DTYPES, GN_GROUPS, GN_OPS, GN_SHAPES, HIDDENS, HOIST, KNAME, LOOP, NORM_OPS, ODD,  # noqa: E402
-                       OPS, _liger, make_group_norm, make_op, op_points, points)
-from bench_report import old_history, plot, shape_of, targets, write_report  # noqa: E402
-from bench_timing import checked, compiled, copy_time, graph_time  # noqa: E402
+try:  # what a run needs; --help works without it
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from trtplugins import kernels
+    from trtplugins.ops import group_norm, skip_norm
+    from bench_ops import DTYPES, _liger, make_group_norm, make_op, op_points, points
+    from bench_report import old_history, plot, shape_of, targets, write_report
+    from bench_timing import checked, compiled, copy_time, graph_time
+except ImportError as e:
+    MISSING = e
+else:
+    MISSING = None
 
 # --- main ---------------------------------------------------------------------------------------
 
@@ -195,14 +201,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("benchmarks"))
     ap.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
-    ap.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
+    ap.add_argument("--dtypes", nargs="+", default=list(KNAME), choices=list(KNAME))
     ap.add_argument("--hiddens", nargs="*", type=int, default=list(HIDDENS))
     ap.add_argument("--odd", nargs="*", type=int, default=list(ODD))
     ap.add_argument("--no-small", dest="small", action="store_false")
     ap.add_argument("--no-compile", dest="compile", action="store_false")
     ap.add_argument("--compile-at", nargs="*", type=int, default=[], metavar="HIDDEN",
                     help="compile the peer only at these hidden sizes (default: every point)")
-    ap.add_argument("--compile-dtypes", nargs="*", default=list(DTYPES), choices=list(DTYPES))
+    ap.add_argument("--compile-dtypes", nargs="*", default=list(KNAME), choices=list(KNAME))
     ap.add_argument("--sweep", action="store_true", help="time every norm kernel variant and GroupNorm plan (ours only)")
     ap.add_argument("--looped-only", action="store_true", help="--sweep: only the picked variant and the looped ones that prefetch their rows, "
                     "16-bit weights only")
@@ -213,6 +219,8 @@ def main():
     ap.add_argument("--history", type=Path, default=None, help="markdown whose '## History' section is kept "
                     "(default: the existing OUT/RESULTS.md, else benchmarks/RESULTS.md)")
     args = ap.parse_args()
+    if MISSING is not None:
+        sys.exit(f"error: the benchmark needs torch with CUDA and the kernel library: {MISSING}")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.sweep:
         wrong = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from bench_ops import GATED_OPS, HIDDENS
+from bench_points import GATED_OPS, HIDDENS
 
 
 def shape_of(r):

@@ -5,22 +5,29 @@
 # (memcheck, racecheck, initcheck, synccheck) and optionally the benchmark.
 #
 #   TRT_ROOTS="/opt/TensorRT-10.16;/opt/TensorRT-11.1" bash scripts/gpu_check.sh [--bench]
-# Logs and results go to $OUT (default build/gpu-out).
+# Builds in build-gpu/ (outside build/, whose wheel-tag folders the loader searches) with JOBS
+# parallel jobs (default: the CPU count); the tests load its libraries through TRTPLUGINS_LIBRARY.
+# Logs and results go to $OUT (default build-gpu/out).
 set -uo pipefail
+case "${1:-}" in
+  "" | --bench) ;;
+  -h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "error: unknown argument ${1}; usage: bash scripts/gpu_check.sh [--bench] (--help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
-OUT=${OUT:-build/gpu-out}
+BUILD=build-gpu
+OUT=${OUT:-$BUILD/out}
 mkdir -p "$OUT"
 ROOTS=${TRT_ROOTS:-${TRTPLUGINS_TENSORRT_ROOTS:-}}
-BUILD=build/gpu
 status=0
 step() { echo "=== $*"; }
 
 step "build ($ROOTS)"
 cmake -S plugin_src -B $BUILD -G Ninja -DTRTPLUGINS_CUDA_ARCHS=${TRTPLUGINS_CUDA_ARCHS:-90-real} \
-      -DTRTPLUGINS_TENSORRT_ROOTS="$ROOTS" > "$OUT/build.log" 2>&1 &&
-  cmake --build $BUILD -j >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+      -DTRTPLUGINS_BUILD_KERNELS=ON -DTRTPLUGINS_TENSORRT_ROOTS="$ROOTS" > "$OUT/build.log" 2>&1 &&
+  cmake --build $BUILD -j "${JOBS:-$(nproc)}" >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 grep "trtplugins:" "$OUT/build.log"
-export TRTPLUGINS_KERNELS_LIB=$PWD/$BUILD/libtrtplugins_kernels.so
+export TRTPLUGINS_KERNELS_LIB=$PWD/$BUILD/libtrtplugins_kernels.so TRTPLUGINS_LIBRARY=$PWD/$BUILD
 
 step "GPU tests"
 TRTP_GPU_SUMMARY=$OUT/gpu_summary.md python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -15

@@ -1,11 +1,10 @@
 #!/usr/bin/env python3
-"""Validate a plugin engine against ONNX Runtime with Polygraphy: see trtplugins/validate.py or --help."""
+"""`trtplugins validate`: compare an engine or the plugin graph with ONNX Runtime (--help says more)."""
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a clone without installing
+from _command import command
 
-from trtplugins.validate import main  # noqa: E402
+main = command("validate")
 
 if __name__ == "__main__":
     sys.exit(main())

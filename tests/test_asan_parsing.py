@@ -84,6 +84,9 @@ def test_skip_hint_configures_the_harness(tmp_path):
 
     if not shutil.which("cmake") or not shutil.which("nvcc"):
         pytest.skip("cmake or nvcc not found (needed to configure the native build)")
+    missing = [r for r in ROOTS if not (Path(r) / "include" / "NvInfer.h").is_file()]
+    if missing:
+        pytest.skip(f"TensorRT headers not found under {', '.join(missing)} (TRTPLUGINS_TENSORRT_ROOTS)")
     cmd = ASAN_BUILD.split(" && ")[0].replace("build-asan", str(tmp_path / "b"), 1)
     cmd = cmd.replace("<TensorRT 10 root>;<TensorRT 11 root>", ";".join(ROOTS))
     env = {k: v for k, v in os.environ.items() if k not in ("TENSORRT_ROOT", "TRTPLUGINS_TENSORRT_ROOTS")}

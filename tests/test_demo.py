@@ -59,3 +59,31 @@ def test_deterministic_and_bad_args(tmp_path):
     r = subprocess.run([sys.executable, str(SCRIPT), "-o", str(a), "--hidden", "30", "--heads", "4"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "not divisible" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_demo_command_runs_the_main_job(tmp_path):
+    """`trtplugins demo` (the README's first command): export, substitute, validate on the CPU (FP32 and
+    FP16), then an engine with the builder that is installed, saying which, with the plugin layers
+    where the plugin library was built."""
+    import json
+
+    from trtplugins import engine, loader
+
+    out = tmp_path / "d"
+    r = subprocess.run([sys.executable, "-m", "trtplugins", "demo", str(out)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert json.loads((out / "demo.report.json").read_text())["plugins"] == {"SkipNorm": 2}
+    assert r.stdout.count("PASSED (max |diff| / max |ref| <= ") == 2 and "done: every step passed" in r.stdout
+    try:
+        be = engine.backend()
+    except engine.BuildError:
+        assert "skipped: no TensorRT builder found" in r.stdout and not (out / "demo.plan").exists()
+        return
+    assert f"backend: {be.label} (" in r.stdout and (out / "demo.plan").stat().st_size > 100_000
+    try:
+        loader.library_path(be.major)
+    except loader.PluginLibraryError:
+        assert "WITHOUT plugin layers" in r.stdout
+        return
+    assert "plugin layers: 2" in r.stdout and "WITHOUT" not in r.stdout

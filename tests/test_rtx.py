@@ -6,6 +6,7 @@ plugins: the tests below pin that down with our real V2 creators, and build the
 demo and real exports through build_engine.py --backend rtx with V3 plugin nodes.
 """
 import json
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,7 @@ def test_build_demo_cli(tmp_path, capsys):
 def test_build_cli_ops_fuses_the_opt_in_gated_unit(tmp_path, capsys):
     """A GEGLU FeedForward: left to the GEMM epilogue by default, a GatedActivation layer with --ops."""
     pytest.importorskip("torch", reason="the export needs torch (CPU build)")
+    _built_library()
     from test_gated_patterns import FeedForward, export
 
     src = tmp_path / "ff.onnx"
@@ -77,6 +79,7 @@ def test_build_cli_ops_fuses_the_opt_in_gated_unit(tmp_path, capsys):
 
 
 def test_parse_error_names_node():
+    _built_library()  # a model with nodes in the plugin domain builds in the process that loads the library
     m = _plugin_model()
     m.graph.node[0].op_type = "NoSuchOp"
     with pytest.raises(B.BuildError, match=r"parse error at node 'fused_gelu' \(NoSuchOp\): .*Plugin not found"):
@@ -189,3 +192,102 @@ def test_v2_plugin_api_on_rtx_is_a_user_error(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "--plugin-api v2: TensorRT-RTX imports only IPluginV3" in r.stderr and not (tmp_path / "d.plan").exists()
+
+
+# ---------------------------------------------------------------- issue 32: what the build process says
+
+
+def _run_build(*args):
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "build_engine.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_failed_build_shows_the_child_log_and_the_default_profile(exported, tmp_path):
+    """Defect 2: an exported BERT built without --shapes failed with TensorRT's "kOPT ... violate shape
+    constraints" alone: the child's log (the profile taken from defaults) was dropped on failure."""
+    _built_library()
+    model = tmp_path / "bert.onnx"
+    onnx.save(exported("bert", 17), model)
+    r = _run_build(model, "--backend", "rtx", "-o", tmp_path / "b.plan")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert "profile input_ids: dim 0 (batch) = 1/4/16, dim 1 (seq) = 1/128/512" in r.stdout  # from the child
+    (err,) = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert "violate shape constraints" in err
+    assert err.endswith("(the dynamic dims of input_ids, attention_mask took default profile values: set them with "
+                        "--shapes NAME:MIN/OPT/MAX)")
+    assert not (tmp_path / "b.plan").exists()
+
+
+def test_timeout_stops_the_build_process(tmp_path):
+    """Defect 2: rtx.build_engine(..., timeout=0.5) raised an uncaught subprocess.TimeoutExpired (here 0.1 s:
+    less than the process needs to start, so it always runs out)."""
+    from trtplugins.engine import rtx
+    from trtplugins.graph import substitute
+
+    _built_library()
+    model, _ = substitute(make_model(), plugin_api="v3")
+    t0 = time.perf_counter()
+    with pytest.raises(rtx.RtxBuildError, match=r"^TensorRT-RTX build stopped after 0\.1 s \(timeout\)$"):
+        rtx.build_engine(model, tmp_path / "m.plan", timeout=0.1)
+    assert time.perf_counter() - t0 < 10 and not (tmp_path / "m.plan").exists()
+
+
+def test_child_log_comes_while_it_builds(tmp_path):
+    """Defect 2: the build process's lines came only after it ended. Each line reaches `log` as it is
+    printed: the profile note (printed before the build) long before the build result."""
+    from trtplugins.engine import rtx
+    from trtplugins.graph import substitute
+
+    _built_library()
+    model, _ = substitute(make_model(hidden=256, heads=4, ffn=1024, layers=6), plugin_api="v3")
+    seen = []
+    res = rtx.build_result(model, log=lambda line: seen.append((time.perf_counter(), line)), progress=False)
+    done = time.perf_counter()
+    note = next(t for t, line in seen if line.startswith("profile x:"))
+    assert res.seconds > 0.3 and done - note > res.seconds * 0.8, (res.seconds, done - note, seen)
+
+
+def test_creator_refusal_is_said_without_a_wrong_hint(tmp_path):
+    """Defect 3: a V3 SkipNorm node with epsilon=0 got "need plugin_version '2'" (it is "2") and never
+    the creator's own reason, even with --verbose."""
+    _built_library()
+    n = helper.make_node("SkipNorm", ["x"], ["y"], name="sn", domain="trtplugins", plugin_version="2", norm="layer",
+                         epsilon=0.0, gamma=numpy_helper.from_array(np.ones(8, np.float32)))
+    vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", 8])  # noqa: E731
+    m = tmp_path / "eps0.onnx"
+    onnx.save(helper.make_model(helper.make_graph([n], "g", [vi("x")], [vi("y")]),
+                                opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("trtplugins", 1)]), m)
+    r = _run_build(m, "--backend", "rtx", "--no-substitute", "-o", tmp_path / "e.plan")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    (err,) = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert err.startswith("error: parse error at node 'sn' (SkipNorm): ")
+    assert err.endswith("SkipNorm::createPlugin: epsilon must be finite and > 0, got 0") and "plugin_version" not in err
+
+
+def test_optional_fields_left_out_are_not_warned_about(exported, tmp_path):
+    """Defect 8: every build printed "Attribute bias/beta not found in plugin node! ... may fail to build"
+    for each optional field the substitution leaves out (RMSNorm: no beta, no bias)."""
+    _built_library()
+    model = tmp_path / "llama.onnx"
+    onnx.save(exported("llama_rms", 17), model)
+    r = _run_build(model, "--backend", "rtx", "--shapes", "x:1x1x32/2x8x32/4x16x32", "-o", tmp_path / "l.plan")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "not found in plugin node" not in r.stderr and "plugin layers: 2" in r.stdout
+    r = _run_build(model, "--backend", "rtx", "--shapes", "x:1x1x32/2x8x32/4x16x32", "-o", tmp_path / "l.plan",
+                   "--verbose")
+    assert "Attribute beta not found in plugin node" in r.stderr  # still there for whoever asks
+
+
+def test_build_process_runs_this_package_whatever_the_folder(tmp_path, monkeypatch):
+    """The build process is started with `python -m`, which puts the current folder first on sys.path:
+    a folder holding another trtplugins (a clone) must not replace the package that started it."""
+    from trtplugins.engine import rtx
+    from trtplugins.graph import substitute
+
+    _built_library()
+    fake = tmp_path / "trtplugins"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise SystemExit('the wrong trtplugins')\n")
+    monkeypatch.chdir(tmp_path)
+    model, _ = substitute(make_model(), plugin_api="v3")
+    assert rtx.build_engine(model)["plugin_layers"] == ["SkipNorm_0", "SkipNorm_1"]

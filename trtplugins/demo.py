@@ -84,3 +84,30 @@ def make_model(hidden: int = 64, heads: int = 4, ffn: int = 256, layers: int = 1
     model.ir_version = 8  # readable by older runtimes (ORT >= 1.14, TensorRT 8.6+)
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def main(argv=None, prog: str = "trtplugins export-demo") -> int:
+    """`trtplugins export-demo` (scripts/export_demo.py): write the demo model as ONNX."""
+    import argparse
+    import sys
+
+    from .paths import output_file, write_file
+
+    ap = argparse.ArgumentParser(prog=prog, description="Write the demo model (a small post-LN transformer block, "
+                                                        "random weights, x[batch, seq, hidden] -> y) as ONNX.")
+    ap.add_argument("-o", "--output", default="demo.onnx", help="the ONNX file to write (default demo.onnx)")
+    ap.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
+    ap.add_argument("--heads", type=int, default=4, help="attention heads, dividing --hidden (default 4)")
+    ap.add_argument("--ffn", type=int, default=256, help="feed-forward width (default 256)")
+    ap.add_argument("--layers", type=int, default=1, help="blocks stacked (default 1)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
+    a = ap.parse_args(argv)
+    try:
+        output_file(a.output, "-o/--output")
+        m = make_model(a.hidden, a.heads, a.ffn, a.layers, a.seed)
+        write_file(a.output, m.SerializeToString(), "-o/--output")
+    except ValueError as e:  # PathError is a ValueError
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {a.output}: {len(m.graph.node)} nodes, input x[batch, seq, {a.hidden}], output y")
+    return 0

@@ -131,18 +131,29 @@ def search_dirs() -> list[Path]:
     env = os.environ.get(LIBRARY_ENV)
     if env and Path(env).is_dir():
         dirs.append(Path(env))
-    # a source checkout's build dirs (pip install -e . builds there too)
-    build = _PACKAGE_DIR.parent / "build"
-    if build.is_dir():
-        dirs += sorted(p for p in build.iterdir() if p.is_dir()) + [build]
+    dirs += build_dirs(_PACKAGE_DIR.parent)
     # installed wheel; editable installs put the libraries beside the package's other path entries
     dirs += [Path(p) / "lib" for p in sys.modules[__package__].__path__]
     return dirs
 
 
+def build_dirs(root: Path) -> list[Path]:
+    """A source checkout's build folders: build/<wheel tag>/ (pip install builds there). Other
+    folders under build/ (experiments, examples) are never searched."""
+    build = root / "build"
+    if not build.is_dir():
+        return []
+    tag = re.compile(r"(py|cp|pp)\d+\w*-[\w.]+-[\w.]+")
+    return sorted(p for p in build.iterdir() if p.is_dir() and tag.fullmatch(p.name))
+
+
 def find_library(name: str) -> tuple[Path | None, list[str]]:
-    """The newest file called `name` in search_dirs() (the freshest build wins), and every path tried."""
+    """`name` in the TRTPLUGINS_LIBRARY folder if it is there, else the newest file called `name` in
+    search_dirs() (the freshest build wins); and every path tried."""
     tried = [d / name for d in search_dirs()]
+    env = os.environ.get(LIBRARY_ENV)
+    if env and (Path(env) / name).is_file():
+        return Path(env) / name, [str(p) for p in tried]
     found = [p for p in tried if p.is_file()]
     return (max(found, key=lambda p: p.stat().st_mtime) if found else None), [str(p) for p in tried]
 

@@ -1,10 +1,12 @@
-"""Checks of the files a command line names, run before any long work (one-line errors)."""
+"""The files a command line names: checked before any long work, written without loss (one-line errors)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 
 class PathError(ValueError):
@@ -38,3 +40,38 @@ def distinct(named: dict[str, str | os.PathLike | None]) -> None:
         if key in seen:
             raise PathError(f"{flag} and {seen[key]} name the same file {path}")
         seen[key] = flag
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike, flag: str = "output") -> Iterator[Path]:
+    """Write a user file without loss: yields a temporary path beside `path`; when the block ends
+    without error that file replaces `path` in one rename. Otherwise `path` is left as it was,
+    the temporary file is removed, and a failure to write or rename is a PathError naming `flag`."""
+    p = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
+        os.close(fd)
+    except OSError as e:
+        raise PathError(f"{flag} {p}: cannot write beside it: {e.strerror or e}") from None
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, p)
+    except OSError as e:
+        raise PathError(f"{flag} {p}: not written: {e.strerror or e}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_file(path: str | os.PathLike, data: bytes | str, flag: str = "output") -> Path:
+    """`data` into `path` through replacing()."""
+    with replacing(path, flag) as tmp:
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+    return Path(path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

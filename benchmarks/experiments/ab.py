@@ -125,7 +125,7 @@ def build(trees: dict[str, Path], work: Path, sweep: bool) -> dict[str, Path]:
     for name, tree in trees.items():
         bdir = work / f"build-{name}"
         cmd = (f"cmake -S {tree}/plugin_src -B {bdir} -G Ninja -DTRTPLUGINS_CUDA_ARCHS='{archs}' "
-               f"-DTRTPLUGINS_BUILD_TESTS=OFF -DTRTPLUGINS_SWEEP={'ON' if sweep else 'OFF'} && "
+               f"-DTRTPLUGINS_BUILD_KERNELS=ON -DTRTPLUGINS_BUILD_TESTS=OFF -DTRTPLUGINS_SWEEP={'ON' if sweep else 'OFF'} && "
                f"cmake --build {bdir} --target trtplugins_kernels")
         log = open(work / f"build-{name}.log", "w")
         procs[name] = (subprocess.Popen(cmd, shell=True, stdout=log, stderr=subprocess.STDOUT), bdir, log)

@@ -1,8 +1,9 @@
 // Minimal inference service: load the trtplugins library, deserialize a plan, run it.
 //
-//   service model.plan libtrtplugins_trt11_autoreg.so        # dlopen: creators self-register
-//   service model.plan libtrtplugins_trt11.so --loadlib      # IPluginRegistry::loadLibrary
+//   service model.plan path/to/libtrtplugins_trt11_autoreg.so   # dlopen: creators self-register
+//   service model.plan path/to/libtrtplugins_trt11.so --loadlib # IPluginRegistry::loadLibrary
 //
+// The library's libtrtplugins_kernels.so must be beside it (it is found through RPATH $ORIGIN).
 // Inputs get their profile's opt shape and a ramp of values; the first outputs are printed.
 // One Service per process, one Session (execution context + stream + buffers) per thread.
 #include <NvInferRuntime.h>
@@ -47,20 +48,30 @@ int64_t volume(const nvinfer1::Dims& d) {
     return v;
 }
 
+// dlopen and loadLibrary look for a name without '/' on the library path, not in the current
+// folder: a file that exists there is opened by its path.
+std::string libraryPath(const std::string& lib) {
+    if (lib.find('/') == std::string::npos && std::ifstream(lib).good()) return "./" + lib;
+    return lib;
+}
+
 class Service {
 public:
-    Service(const std::string& plan, const std::string& lib, bool loadLib) {
-        runtime_.reset(nvinfer1::createInferRuntime(logger_));
-        if (!runtime_) throw std::runtime_error("createInferRuntime failed");
-        if (loadLib) {
-            if (!runtime_->getPluginRegistry().loadLibrary(lib.c_str()))
-                throw std::runtime_error("loadLibrary refused " + lib);
-        } else if (!dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-            throw std::runtime_error(std::string("dlopen: ") + dlerror());
-        }
+    Service(const std::string& plan, const std::string& libName, bool loadLib) {
         std::ifstream f(plan, std::ios::binary);
         std::vector<char> blob((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
         if (blob.empty()) throw std::runtime_error("cannot read " + plan);
+        std::string lib = libraryPath(libName);
+        if (!loadLib && !dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL))  // registers its creators
+            throw std::runtime_error(std::string("dlopen: ") + dlerror());
+        int devices = 0;
+        cudaError_t e = cudaGetDeviceCount(&devices);
+        if (e != cudaSuccess || devices == 0)  // before TensorRT, which fails less clearly without one
+            throw std::runtime_error(std::string("no CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "none"));
+        runtime_.reset(nvinfer1::createInferRuntime(logger_));
+        if (!runtime_) throw std::runtime_error("createInferRuntime failed");
+        if (loadLib && !runtime_->getPluginRegistry().loadLibrary(lib.c_str()))
+            throw std::runtime_error("loadLibrary refused " + lib);
         engine_.reset(runtime_->deserializeCudaEngine(blob.data(), blob.size()));
         if (!engine_) throw std::runtime_error("deserialize failed (plugin library loaded?)");
     }

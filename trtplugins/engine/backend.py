@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import loader
+from .. import loader, ops
 from .errors import BuildError
 
 INSTALL_HINT = {
@@ -66,6 +67,12 @@ def backend(kind: str = "auto") -> Backend:
     return Backend(mod, found, why)
 
 
+#: the parser's warning for a creator field a plugin node leaves out; for an optional field (the
+#: creator's default applies) it is noise, shown with verbose only
+MISSING_FIELD = re.compile(r"Attribute (\w+) not found in plugin node")
+OPTIONAL_FIELDS = {f.name for op in ops.OPS for f in ops.spec(op).fields if not f.required}
+
+
 class _Logger:
     """TensorRT logger: prints warnings (or everything with verbose), keeps errors for our messages."""
 
@@ -83,6 +90,9 @@ class _Logger:
                     if verbose or not self.quiet:
                         print(f"[TensorRT] error: {msg}", file=sys.stderr)
                 elif verbose or severity == S.WARNING:
+                    field = MISSING_FIELD.search(msg)
+                    if not verbose and field and field.group(1) in OPTIONAL_FIELDS:
+                        return
                     print(f"[TensorRT] {str(severity).split('.')[-1].lower()}: {msg}", file=sys.stderr)
 
         return Logger()

@@ -1,4 +1,4 @@
-"""build_engine.py: the command line over prepare / load_plugins / build."""
+"""`trtplugins build` (scripts/build_engine.py): the command line over prepare / load_plugins / build."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from .. import args as arguments
 from .. import ops, paths
 from .backend import backend
 from .engine import build_file
@@ -16,18 +17,15 @@ from .profiles import parse_shapes
 from .report import BuildResult
 
 
-def cli_args(argv=None) -> argparse.Namespace:
+def cli_args(argv=None, prog: str = "trtplugins build") -> argparse.Namespace:
     ap = argparse.ArgumentParser(
-        prog="build_engine.py",
-        description="Build a TensorRT engine that uses the trtplugins plugins from an ONNX model.")
-    ap.add_argument("model", help="ONNX model (FP32)")
+        prog=prog, description="Build a TensorRT or TensorRT-RTX engine that uses the trtplugins plugins from an "
+                               "ONNX model (exit 0 built, 2 user error or build failure).")
+    arguments.add_model_and_ops(ap, "ONNX model (FP32)")
     ap.add_argument("-o", "--output", help="plan file (default: MODEL with .plan, .fp16.plan with --fp16)")
     ap.add_argument("--fp16", action="store_true",
                     help="FP16: builder flag on TensorRT 10, FP16-converted model on TensorRT 11 / RTX")
     ap.add_argument("--no-substitute", action="store_true", help="parse the model as it is")
-    ap.add_argument("--ops", nargs="+", metavar="NAME",
-                    help="patterns or plugins to force (substitute_plugins.py --ops: e.g. GatedActivation, "
-                         "'default GatedActivation', 'all'); default: the default policy")
     ap.add_argument("--shapes", nargs="+", default=[], metavar="NAME:MIN/OPT/MAX",
                     help="profile per input, dims joined by x, e.g. x:1x1x64/4x128x64/16x512x64")
     ap.add_argument("--no-tf32", action="store_true", help="FP32 matmuls in full FP32 (TF32 is on by default)")
@@ -41,16 +39,12 @@ def cli_args(argv=None) -> argparse.Namespace:
                          f"v3 ({ops.V3_VERSION!r}, IPluginV3); default {ops.DEFAULT_API} (TensorRT-RTX imports only V3)")
     ap.add_argument("--save-onnx", metavar="FILE", help="also save the ONNX that was parsed (after substitution)")
     ap.add_argument("--summary-json", metavar="FILE", help="write the build summary as JSON")
-    ap.add_argument("--verbose", action="store_true")
-    a = ap.parse_args(argv)
+    ap.add_argument("--verbose", action="store_true", help="TensorRT's whole log and the deeper build phases")
+    try:
+        a = arguments.parse(ap, argv)
+    except ValueError as e:
+        raise BuildError(str(e)) from None
     a.shapes = parse_shapes(a.shapes)
-    if a.ops:
-        from ..ops.registry import select
-
-        try:
-            select(a.ops)
-        except ValueError as e:
-            raise BuildError(f"--ops: {e}") from None
     if a.workspace is not None and a.workspace <= 0:
         raise BuildError("--workspace must be a positive number of MB")
     check_paths(a)
@@ -89,17 +83,17 @@ def run(a: argparse.Namespace, log=print) -> BuildResult:
                         save_onnx=a.save_onnx, plugin_api=a.plugin_api, patterns=a.ops, log=log, shapes=a.shapes,
                         workspace_mb=a.workspace, timing_cache=a.timing_cache, tf32=not a.no_tf32, verbose=a.verbose)
     res.path = a.output or default_output(a.model, a.fp16)
-    Path(res.path).write_bytes(res.plan)
+    paths.write_file(res.path, res.plan, "-o/--output")
     if a.summary_json:
-        Path(a.summary_json).write_text(json.dumps(res.to_dict(), indent=2))
+        paths.write_file(a.summary_json, json.dumps(res.to_dict(), indent=2), "--summary-json")
     return res
 
 
-def main(argv=None) -> int:
+def main(argv=None, prog: str = "trtplugins build") -> int:
     try:
-        a = cli_args(argv)
+        a = cli_args(argv, prog)
         res = run(a)
-    except BuildError as e:
+    except (BuildError, paths.PathError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

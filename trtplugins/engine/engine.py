@@ -6,29 +6,46 @@ import os
 import time
 from pathlib import Path
 
-from .. import ops
+from .. import ops, paths
 from ..graph import io as graph_io
 from .backend import Backend, _Logger, backend, progress_monitor
 from .errors import BuildError
-from .model import load_onnx, plugin_nodes, prepare
-from .plugins import library_hint, load_plugins, missing_creators
+from .model import load_onnx, node_attr, plugin_nodes, prepare
+from .plugins import library_hint, load_hint, load_plugins, missing_creators
 from .plugins import plugin_api as choose_api
 from .profiles import Profile, infer_profile, onnx_inputs
 from . import rtx
 from .report import BuildResult, engine_io, engine_layers, network_io, network_layers
 
 
-def _parse_errors(parser, be: Backend) -> list[str]:
+def _parse_errors(parser, be: Backend, model, logged: list[str]) -> list[str]:
+    """One line per parser error. At a plugin node of this suite: the creator's own reason when it
+    refused the node (logged as "[trtplugins] Op::..."), else what is missing (a V3 node for
+    TensorRT-RTX, or the library whose creator is not registered)."""
+    nodes = {n.name: n for n in model.graph.node}
     lines = []
     for i in range(parser.num_errors):
         e = parser.get_error(i)
         op, name, desc = e.node_operator(), e.node_name(), e.desc()
         where = f"node {name!r} ({op})" if name or op else "model"
         line = f"parse error at {where}: {desc}"
-        if op in ops.OPS and ("Plugin not found" in desc or "IPluginV3" in desc or "plugin" in desc.lower()):
-            line += f" -> {library_hint(be)}"
+        if op in ops.OPS:
+            reasons = [m.removeprefix("[trtplugins] ") for m in logged if m.startswith(f"[trtplugins] {op}")]
+            hint = None if reasons else _missing_plugin(be, nodes.get(name), op)
+            line += f" {'; '.join(reasons)}" if reasons else (f" -> {hint}" if hint else "")
         lines.append(line)
     return lines or ["parse failed without a parser error"]
+
+
+def _missing_plugin(be: Backend, node, op: str) -> str | None:
+    """Why the parser found no plugin for a node of this suite, if something is missing."""
+    version = node_attr(node, "plugin_version", ops.VERSION) if node is not None else ops.VERSION
+    namespace = node_attr(node, "plugin_namespace", ops.NAMESPACE) if node is not None else ops.NAMESPACE
+    if be.rtx and version != ops.V3_VERSION:
+        return library_hint(be)
+    if be.trt.get_plugin_registry().get_creator(op, version, namespace) is None:
+        return load_hint(be)
+    return None
 
 
 def _parse(parser, model, onnx_path: str | None) -> bool:
@@ -82,8 +99,9 @@ def build(
     builder = trt.Builder(logger)
     net = builder.create_network(0)  # explicit batch (10) / always strongly typed (11, RTX)
     parser = trt.OnnxParser(net, logger)
+    logged = len(logger.errors)
     if not _parse(parser, model, onnx_path):
-        raise BuildError("\n".join(_parse_errors(parser, be)))
+        raise BuildError("\n".join(_parse_errors(parser, be, model, logger.errors[logged:])))
 
     config = builder.create_builder_config()
     config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
@@ -104,6 +122,10 @@ def build(
     prof, notes = infer_profile(net_inputs, shapes)
     for n in notes:
         log(n)
+    guessed = [n for n, dims in net_inputs
+               if n not in (shapes or {}) and any(not isinstance(d, int) or d < 0 for d in dims)]
+    defaulted = (f" (the dynamic dims of {', '.join(guessed)} took default profile values: set them with "
+                 f"--shapes NAME:MIN/OPT/MAX)") if guessed else ""
     if any(not isinstance(d, int) or d < 0 for _, dims in net_inputs for d in dims) or shapes:
         p = builder.create_optimization_profile()
         for name, (mn, opt, mx) in prof.items():
@@ -126,11 +148,12 @@ def build(
     plan = builder.build_serialized_network(net, config)
     seconds = time.perf_counter() - t0
     if plan is None:
-        raise BuildError("engine build failed: " + (logger.errors[-1] if logger.errors else "no error message"))
+        raise BuildError("engine build failed: " + (logger.errors[-1] if logger.errors else "no error message")
+                         + defaulted)
     plan = bytes(memoryview(plan))
 
     if cache is not None:
-        Path(timing_cache).write_bytes(bytes(memoryview(config.get_timing_cache().serialize())))
+        paths.write_file(timing_cache, bytes(memoryview(config.get_timing_cache().serialize())), "--timing-cache")
 
     result_notes = []
     layers, plugins, src = *network_layers(net), "network"
@@ -160,7 +183,7 @@ def build_file(path, *, be: Backend | None = None, substitute: bool = True, fp16
     model, report = prepare(load_onnx(path), substitute=substitute, fp16=fp16 and be.strongly_typed, log=log,
                             plugin_api=api, patterns=patterns)
     if save_onnx:
-        graph_io.save_model(model, save_onnx)
+        graph_io.save_model(model, save_onnx, "--save-onnx")
         log(f"saved parsed ONNX to {save_onnx}")
     lib = load_plugins(be, plugins, required=bool(plugin_nodes(model)), log=log)
     res = build(model, be=be, fp16=fp16 and not be.strongly_typed, onnx_path=os.fspath(path), plugins=lib, log=log,

@@ -22,10 +22,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
-from .. import loader
+from .. import loader, paths
 from ..graph import io as graph_io
 from .errors import BuildError
 from .report import BuildResult
@@ -63,11 +64,12 @@ def _plugin_library(library: str | os.PathLike | None) -> Path:
 
 
 def build_result(model, *, library: str | os.PathLike | None = None, shapes: dict[str, tuple] | None = None,
-                 timeout: float = 600, log=print, **build_kw):
+                 timeout: float | None = None, log=print, **build_kw):
     """trtplugins.engine.build(model, **build_kw) on TensorRT-RTX, in a child process that has
     `library` (default: the built plugin library) loaded. model: a path or an onnx.ModelProto.
-    Returns the BuildResult (plan included); the child's log lines go to `log`, its TensorRT
-    messages and build progress to stderr when build_kw["progress"] (default True)."""
+    Returns the BuildResult (plan included). The child's log lines go to `log` as they come, its
+    TensorRT messages and build progress to stderr when build_kw["progress"] (default True).
+    timeout: seconds (None: no limit); a build that takes longer is stopped (RtxBuildError)."""
     trt = rtx_module()
     with tempfile.TemporaryDirectory(prefix="trtplugins-rtx-") as tmp:
         if not isinstance(model, (str, os.PathLike)):
@@ -82,29 +84,65 @@ def build_result(model, *, library: str | os.PathLike | None = None, shapes: dic
             raise RtxBuildError(str(e)) from None
         (Path(tmp) / "libtensorrt_rtx.so").symlink_to(runtime)
         out = Path(tmp)
-        job = dict(model=str(model), library=str(_plugin_library(library)), plan=str(out / "model.plan"),
-                   summary=str(out / "summary.json"), error=str(out / "error.txt"),
+        job = dict(model=str(Path(model).resolve()), library=str(_plugin_library(library).resolve()),
+                   plan=str(out / "model.plan"), summary=str(out / "summary.json"), error=str(out / "error.txt"),
                    shapes={n: [list(s) for s in v] for n, v in (shapes or {}).items()}, build=build_kw)
         env = dict(os.environ, **{CHILD_ENV: json.dumps(job)})
         env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (tmp, env.get("LD_LIBRARY_PATH", "")) if p)
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(Path(__file__).resolve().parents[2])  # this package, not whatever the caller's folder holds
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        r = subprocess.run([sys.executable, "-m", "trtplugins.engine.rtx_child"], env=env, capture_output=True, text=True,
-                           timeout=timeout)
+        stderr = _run_child(env, tmp, timeout, log, show=build_kw.get("progress", True))
         summary, error = Path(job["summary"]), Path(job["error"])
         if error.is_file():
             raise RtxBuildError(error.read_text())
-        if r.returncode != 0 or not summary.is_file():
-            raise RtxBuildError(_reason(r))
-        for line in r.stdout.splitlines():
-            log(line)
-        if build_kw.get("progress", True) and r.stderr:
-            print(r.stderr, end="", file=sys.stderr)
+        if not summary.is_file():
+            raise RtxBuildError(_reason(stderr))
         return BuildResult.from_dict(json.loads(summary.read_text()), Path(job["plan"]).read_bytes())
 
 
+def _run_child(env: dict, cwd: str, timeout: float | None, log, show: bool) -> list[str]:
+    """Run rtx_child with its stdout lines to `log` and its stderr lines to stderr (when `show`) as
+    they come; returns the stderr lines. Stopped after `timeout` s (RtxBuildError) or on Ctrl-C."""
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "trtplugins.engine.rtx_child"], env=env, cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    stderr: list[str] = []
+
+    def pump() -> None:
+        for line in proc.stderr:
+            stderr.append(line.rstrip("\n"))
+            if show:
+                print(line, end="", file=sys.stderr, flush=True)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    expired = threading.Event()
+
+    def stop() -> None:
+        expired.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, stop) if timeout is not None else None
+    if timer is not None:
+        timer.start()
+    try:
+        for line in proc.stdout:
+            log(line.rstrip("\n"))
+        proc.wait()
+        reader.join()
+    except BaseException:  # Ctrl-C, or `log` raised: the child goes too
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+    if expired.is_set():
+        raise RtxBuildError(f"TensorRT-RTX build stopped after {timeout:g} s (timeout)")
+    return stderr
+
+
 def build_engine(model, output: str | os.PathLike | None = None, *, shapes: dict[str, tuple] | None = None,
-                 library: str | os.PathLike | None = None, timeout: float = 600) -> dict[str, Any]:
+                 library: str | os.PathLike | None = None, timeout: float | None = None) -> dict[str, Any]:
     """Parse `model` (a path or an onnx.ModelProto) with TensorRT-RTX's ONNX parser with this
     suite's plugin library loaded, build a serialized engine and save it to `output` (if given).
 
@@ -112,16 +150,16 @@ def build_engine(model, output: str | os.PathLike | None = None, *, shapes: dict
     get trtplugins.engine's defaults (dim 0: 1/4/16, others 1/128/512). Returns the build
     summary (BuildResult.to_dict(): "backend", "size", "layers" {layer type: count},
     "plugin_layers" [names], "io" with each input's profile). Raises RtxBuildError with
-    TensorRT-RTX's own messages.
+    TensorRT-RTX's own messages; timeout: seconds (None: no limit).
     """
     res = build_result(model, library=library, shapes=shapes, timeout=timeout, log=lambda *_: None, progress=False)
     if output is not None:
-        Path(output).write_bytes(res.plan)
+        paths.write_file(output, res.plan)
         res.path = str(output)
     return res.to_dict()
 
 
-def _reason(r: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip()]
+def _reason(stderr: list[str]) -> str:
+    lines = [ln for ln in stderr if ln.strip()]
     errors = [ln for ln in lines if "[E]" in ln or "error" in ln.lower() or "terminate" in ln]
-    return "; ".join((errors or lines)[-6:]) or f"TensorRT-RTX build process exited with {r.returncode}"
+    return "; ".join((errors or lines)[-6:]) or "TensorRT-RTX build process ended without a result"

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..paths import replacing
+
 HF_KINDS = ("bert", "roberta", "albert", "electra")
 TORCH_KINDS = ("mobilenet_v2_block", "t5_rms", "llama_rms", "mlp")
 KINDS = HF_KINDS + TORCH_KINDS
@@ -135,13 +137,51 @@ def export(kind: str, path: str | Path, opset: int = 17, dynamo: bool = False, a
     module, args, inputs, outputs, dims = build(kind, activation)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if dynamo:
-        shapes = {name: {axis: torch.export.Dim.AUTO for axis in dims} for name in inputs}
-        arg_names = list(module.forward.__code__.co_varnames[1 : 1 + len(inputs)])
-        shapes = {a: shapes[n] for a, n in zip(arg_names, inputs)}
-        torch.onnx.export(module, args, str(path), input_names=inputs, output_names=outputs, opset_version=opset,
-                          dynamo=True, dynamic_shapes=shapes, verbose=False)
-    else:
-        torch.onnx.export(module, args, str(path), input_names=inputs, output_names=outputs, opset_version=opset,
-                          dynamo=False, dynamic_axes={n: dims for n in inputs + outputs})
+    with replacing(path) as tmp:
+        if dynamo:
+            shapes = {name: {axis: torch.export.Dim.AUTO for axis in dims} for name in inputs}
+            arg_names = list(module.forward.__code__.co_varnames[1 : 1 + len(inputs)])
+            shapes = {a: shapes[n] for a, n in zip(arg_names, inputs)}
+            torch.onnx.export(module, args, str(tmp), input_names=inputs, output_names=outputs, opset_version=opset,
+                              dynamo=True, dynamic_shapes=shapes, verbose=False, external_data=False)
+        else:
+            torch.onnx.export(module, args, str(tmp), input_names=inputs, output_names=outputs, opset_version=opset,
+                              dynamo=False, dynamic_axes={n: dims for n in inputs + outputs})
     return path
+
+
+def main(argv: list[str] | None = None, prog: str = "trtplugins export-models") -> int:
+    """`trtplugins export-models` (scripts/export_models.py): the tiny test models as ONNX (needs torch)."""
+    import argparse
+    import sys
+
+    from ..paths import PathError
+
+    ap = argparse.ArgumentParser(prog=prog, description="Export the tiny test models (random weights, no downloads) "
+                                                        "to ONNX, as OUT/<kind>_op<opset>[_dynamo].onnx; needs torch "
+                                                        "and transformers (pip install 'trtplugins[export]').")
+    ap.add_argument("out", type=Path, help="folder to write the models into (made if missing)")
+    ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS, metavar="KIND",
+                    help=f"models to export (default all: {', '.join(KINDS)})")
+    ap.add_argument("--opsets", nargs="+", type=int, default=[17], metavar="N", help="ONNX opsets (default 17)")
+    ap.add_argument("--dynamo", action="store_true", help="use the dynamo exporter (opset >= 18)")
+    args = ap.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        print(f"error: {args.out}: is a file, not a folder", file=sys.stderr)
+        return 2
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as e:
+        print(f"error: exporting the models needs torch and transformers ({e}): pip install 'trtplugins[export]'",
+              file=sys.stderr)
+        return 2
+    try:
+        for kind in args.kinds:
+            for opset in args.opsets:
+                print(export(kind, args.out / f"{kind}_op{opset}{'_dynamo' if args.dynamo else ''}.onnx", opset,
+                             args.dynamo))
+    except PathError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 from onnx import external_data_helper, numpy_helper
 
+from ..paths import replacing
 from .errors import GraphError
 from .repair import repaired
 
@@ -182,37 +183,40 @@ def model_file(model: onnx.ModelProto) -> Path | None:
     return Path(name)
 
 
-def save_model(model: onnx.ModelProto, path: str | Path) -> None:
+def save_model(model: onnx.ModelProto, path: str | Path, flag: str = "output") -> None:
     """Save a model; large tensors (external ones and any over SMALL_TENSOR_BYTES in a model too
-    large for one protobuf) are streamed into `<path name>.data` beside it."""
+    large for one protobuf) are streamed into `<path name>.data` beside it. Each file is written
+    beside its target and renamed (paths.replacing): a failure leaves the old files, as a PathError."""
     path = Path(path)
     if not is_large(model) and model.ByteSize() < LARGE_MODEL_BYTES:
-        onnx.save(model, str(path))
+        with replacing(path, flag) as tmp:
+            onnx.save(model, str(tmp))
         return
     out = onnx.ModelProto()
     out.CopyFrom(model)  # small: large tensors are external references
     data_name = path.name + ".data"
     offset = 0
-    with open(path.parent / data_name, "wb") as f:
-        for t in _tensors(out):
-            if _external(t):
-                info = _info(t)
-                src, start, length = workspace() / info["location"], int(info.get("offset", 0)), _tensor_bytes(t)
-                with open(src, "rb") as s:
-                    s.seek(start)
-                    left = length
-                    while left:
-                        chunk = s.read(min(left, 1 << 24))
-                        if not chunk:
-                            raise GraphError(f"external data of {t.name!r} is shorter than its length {length}")
-                        f.write(chunk)
-                        left -= len(chunk)
-            elif len(t.raw_data) > SMALL_TENSOR_BYTES:
-                length = len(t.raw_data)
-                f.write(t.raw_data)
-                t.ClearField("raw_data")
-            else:
-                continue
-            _set_info(t, data_name, offset, length)
-            offset += length
-    onnx.save(out, str(path))
+    with replacing(path, flag) as tmp_model, replacing(path.parent / data_name, flag) as tmp_data:
+        with open(tmp_data, "wb") as f:
+            for t in _tensors(out):
+                if _external(t):
+                    info = _info(t)
+                    src, start, length = workspace() / info["location"], int(info.get("offset", 0)), _tensor_bytes(t)
+                    with open(src, "rb") as s:
+                        s.seek(start)
+                        left = length
+                        while left:
+                            chunk = s.read(min(left, 1 << 24))
+                            if not chunk:
+                                raise GraphError(f"external data of {t.name!r} is shorter than its length {length}")
+                            f.write(chunk)
+                            left -= len(chunk)
+                elif len(t.raw_data) > SMALL_TENSOR_BYTES:
+                    length = len(t.raw_data)
+                    f.write(t.raw_data)
+                    t.ClearField("raw_data")
+                else:
+                    continue
+                _set_info(t, data_name, offset, length)
+                offset += length
+        onnx.save(out, str(tmp_model))

@@ -58,23 +58,37 @@ def select(names: list[str] | None) -> list[tuple[Pattern, bool]]:
 
     names: None (default policy), or pattern names, plugin names (all their
     patterns), "default" (every pattern under the default policy), "all" (every
-    pattern, forced)."""
+    pattern, forced); in any case. An unknown name is a ValueError that suggests the nearest."""
     if names is None:
         return [(p, False) for p in PATTERNS]
     chosen: dict[str, bool] = {}
     for name in names:
-        if name == "default":
+        key = canonical_name(name)
+        if key == "default":
             group, forced = PATTERNS, False
-        elif name == "all":
+        elif key == "all":
             group, forced = PATTERNS, True
-        elif name in ops.OPS:
-            group, forced = [p for p in PATTERNS if p.plugin == name], True
-        elif name in BY_NAME:
-            group, forced = [BY_NAME[name]], True
+        elif key in ops.OPS:
+            group, forced = [p for p in PATTERNS if p.plugin == key], True
         else:
-            known = ", ".join(["default", "all", *ops.OPS, *BY_NAME])
-            raise ValueError(f"unknown pattern or plugin {name!r}; known: {known}")
+            group, forced = [BY_NAME[key]], True
         for p in group:
             chosen[p.name] = chosen.get(p.name, False) or forced
     return [(p, chosen[p.name]) for p in PATTERNS if p.name in chosen]
 
+
+def selection_names() -> list[str]:
+    """Every name select() takes."""
+    return ["default", "all", *ops.OPS, *BY_NAME]
+
+
+def canonical_name(name: str) -> str:
+    """The selection name `name` spells in any case; ValueError (with the nearest names) otherwise."""
+    import difflib
+
+    by_lower = {n.lower(): n for n in selection_names()}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    near = difflib.get_close_matches(name.lower(), by_lower, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(by_lower[n] for n in near)}? " if near else ""
+    raise ValueError(f"unknown pattern or plugin {name!r}; {hint}known: {', '.join(selection_names())}")
