@@ -6,17 +6,19 @@
 #   BENCH="scripts/bench_group_norm.py --quick" bash benchmarks/experiments/gpu_batch.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export OUT=${OUT:-build/gpu-batch} PYTHONUNBUFFERED=1
+export OUT=${OUT:-build-gpu/batch} PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
 roots=$(ls -d "$PWD"/.trt/*/ 2>/dev/null | tr '\n' ';')
 t0=$SECONDS
-cmake -S plugin_src -B build/gpu -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_TENSORRT_ROOTS="$roots" > "$OUT/build.log" 2>&1 &&
-  cmake --build build/gpu -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+# build-gpu/, as scripts/gpu_check.sh (the loader searches build/'s wheel-tag folders only)
+cmake -S plugin_src -B build-gpu -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_TENSORRT_ROOTS="$roots" \
+      -DTRTPLUGINS_BUILD_TESTS=ON > "$OUT/build.log" 2>&1 &&
+  cmake --build build-gpu -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "built in $((SECONDS - t0)) s"
-export TRTPLUGINS_KERNELS_LIB=$PWD/build/gpu/libtrtplugins_kernels.so
+export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so TRTPLUGINS_LIBRARY=$PWD/build-gpu
 status=0
 if [ -n "${TESTS:-}" ]; then
   TRTP_GPU_SUMMARY=$OUT/gpu_summary.md timeout "${TEST_TIMEOUT:-240}" python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider \
@@ -29,14 +31,14 @@ for run in $(for p in ${SANITIZE:-}; do echo $p:memcheck $p:racecheck $p:initche
            $(for p in ${MEMCHECK:-}; do echo $p:memcheck; done); do
   part=${run%%:*} tool=${run##*:}
   {
-    timeout "${SANITIZE_TIMEOUT:-45}" compute-sanitizer --tool $tool --error-exitcode 9 build/gpu/kernel_sanitize "$part" \
-      > "build/san_${part}_$tool.log" 2>&1
+    timeout "${SANITIZE_TIMEOUT:-45}" compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/kernel_sanitize "$part" \
+      > "build-gpu/san_${part}_$tool.log" 2>&1
     rc=$?
-    echo "$part $tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failures' "build/san_${part}_$tool.log" | tail -2 | tr '\n' ' ')"
+    echo "$part $tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failures' "build-gpu/san_${part}_$tool.log" | tail -2 | tr '\n' ' ')"
     [ $rc -eq 0 ] || status=1
   }
 done
-tail -n 4 build/san_*.log > "$OUT/sanitize.log" 2>/dev/null
+tail -n 4 build-gpu/san_*.log > "$OUT/sanitize.log" 2>/dev/null
 if [ -n "${BENCH:-}" ]; then
   (cd .peers/trtoss_groupnorm 2>/dev/null && ./build.sh > /dev/null 2>&1)
   timeout "${BENCH_TIMEOUT:-150}" python3 $BENCH --out "$OUT" > "$OUT/bench.log" 2>&1 || status=1
