@@ -228,6 +228,9 @@ class Kernel:
         shape = self.output_shape(*shapes)
         outs = [torch.empty(shape, dtype=x.dtype, device=x.device) for _ in range(self.nb_outputs)] if out is None else (
             [out] if torch.is_tensor(out) else list(out))
+        for o in outs:
+            if tuple(o.shape) != shape or o.dtype != x.dtype or o.device != x.device:
+                raise ValueError(f"out must be {shape} {x.dtype} on {x.device}; got {tuple(o.shape)} {o.dtype} on {o.device}")
         size = self.workspace_size(dtype, *shapes)
         if workspace is None and size:
             workspace = torch.empty(size, dtype=torch.uint8, device=x.device)
@@ -239,7 +242,7 @@ class Kernel:
             self._call("trtp_op_enqueue", len(inputs), len(outs), _ints([dtype_id(dtype)] * n),
                        _dims([*shapes, *[tuple(o.shape) for o in outs]]),
                        (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs]),
-                       (ctypes.c_void_p * len(outs))(*[data(o, "out", x) for o in outs]),
+                       (ctypes.c_void_p * len(outs))(*[data(o, "out") for o in outs]),
                        None if workspace is None else workspace.data_ptr(), stream_of(x))
         return outs[0] if len(outs) == 1 else tuple(outs)
 

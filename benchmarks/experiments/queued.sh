@@ -17,7 +17,7 @@ mkdir -p "$OUT"
 batch=benchmarks/experiments/gpu_batch.sh
 case ${1:-} in
   tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
-            SANITIZE="group_norm_resident" MEMCHECK="group_norm gated rows" SANITIZE_TIMEOUT=25 bash $batch ;;
+            SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
   tests2) TESTS="plugin_gpu or concurrency" TEST_TIMEOUT=420 bash $batch ;;
   torch) bash benchmarks/run_torch_gpu.sh ;;
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \

@@ -89,7 +89,7 @@ trtp::GroupNormArgs gnArgs(Buf& x, Buf& skip, Buf& chan, Buf& w, Buf& y, Buf& s,
 } // namespace
 
 // argv[1], if given: only that part (rows: BiasActivation and SkipNorm; gated; group_norm;
-// group_norm_resident).
+// group_norm_resident; group_norm_resident_small: its shapes up to 64K values, for racecheck).
 int main(int argc, char** argv) {
     const std::string only = argc > 1 ? argv[1] : "";
     const auto want = [&](const char* part) { return only.empty() || only == part; };
@@ -207,10 +207,12 @@ int main(int argc, char** argv) {
     // picks, half of each range on chip, and the two launches
     const trtp::GroupNormResidentDevice rdev = trtp::groupNormResidentDevice();
     std::printf("GroupNorm resident: %s\n", rdev.sms ? "cooperative launches" : "two launches only");
-    if (want("group_norm_resident")) for (trtp::DType dt : dts) {
+    const bool smallOnly = only == "group_norm_resident_small";
+    if (want("group_norm_resident") || smallOnly) for (trtp::DType dt : dts) {
         const size_t es = elemSize(dt);
         for (const auto& sh : gnShapes) {
             const long long n = sh[0], c = sh[1], hw = sh[2], g = sh[3];
+            if (smallOnly && n * c * hw > 65536) continue;
             for (long long pad : {0, 1, 8, 16}) { // 0: channels-first
                 const long long cs = pad ? (c + pad - 1) / pad * pad : c;
                 const size_t total = size_t(n * hw * cs);

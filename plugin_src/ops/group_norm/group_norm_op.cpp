@@ -124,12 +124,12 @@ cudaError_t GroupNormOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs
     a.bias = w.at(2);
     a.y = outputs[0];
     a.sum = mP.outputSum ? outputs[1] : nullptr;
-    a.workspace = workspace;
-    a.workspaceSize = groupNormWorkspaceSize(a.n, mP.numGroups, a.layout); // TensorRT gave at least this (the profile's max batch)
     a.groups = mP.numGroups;
     a.epsilon = mP.epsilon;
     a.act = mP.act;
     layoutOf(in[0].format, a.channels, a.layout, a.channelStride);
+    a.workspace = workspace;
+    a.workspaceSize = groupNormWorkspaceSize(a.n, mP.numGroups, a.layout); // TensorRT gave at least this (the profile's max batch)
     if (mPlanKey == PlanKey{dt, in[0].format, a.n, a.spatial, a.skipMode}) { // else two launches (no query here)
         a.plan = mPlan;
         if (a.layout == GroupNormLayout::kChannelsLast) a.resident = mResidentPlan;
