@@ -4,7 +4,8 @@
 #      whose module the image lacks only, into /tmp/trtp-site (on PYTHONPATH);
 #   2. libtrtplugins_kernels.so for sm_90 (reused from build-gpu, scripts/gpu_check.sh's, if there);
 #   3. tests/gpu/test_torch_gpu.py (CUDA path vs reference, CUDA graphs, opcheck, Inductor fullgraph);
-#   4. benchmarks/bench_models.py (whole models; BUDGET_S caps it, default 180 s; BENCH_ARGS adds options).
+#   4. benchmarks/bench_torch_overhead.py (host time per call beside torch's);
+#   5. benchmarks/bench_models.py (whole models; BUDGET_S caps it, default 180 s; BENCH_ARGS adds options).
 # Results and logs in $OUT (default build/torch-gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,10 @@ echo "TRTPLUGINS_KERNELS_LIB=$TRTPLUGINS_KERNELS_LIB"
 step "GPU tests of trtplugins.torch"
 TRTP_GPU_SUMMARY=$OUT/torch_gpu_summary.md python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider \
   -rs 2>&1 | tee "$OUT/torch_gpu_tests.log" | tail -25
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+step "host time per call, beside torch"
+python3 benchmarks/bench_torch_overhead.py --out "$OUT" 2>&1 | tail -25
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 step "whole-model benchmark"

@@ -23,6 +23,7 @@ libraries are searched (trtplugins.loader.search_dirs); the error lists every pa
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import json
@@ -113,10 +114,16 @@ def empty_launch(stream: int = 0) -> None:
 # --- torch tensors --------------------------------------------------------------------------
 
 
+_DTYPE_NAMES: dict = {}  # torch dtype -> its name, once known to the library
+
+
 def dtype_name(t: Any) -> str:
-    name = str(t.dtype).replace("torch.", "")
-    if name not in enums()["dtype"]:
-        raise TypeError(f"dtype {t.dtype} not supported; use float32, float16 or bfloat16")
+    name = _DTYPE_NAMES.get(t.dtype)
+    if name is None:
+        name = str(t.dtype).replace("torch.", "")
+        if name not in enums()["dtype"]:
+            raise TypeError(f"dtype {t.dtype} not supported; use float32, float16 or bfloat16")
+        _DTYPE_NAMES[t.dtype] = name
     return name
 
 
@@ -141,9 +148,18 @@ def weight(t: Any, name: str, hidden: int) -> int:
 
 
 def stream_of(x: Any) -> int:
+    """The current stream of x's GPU (the raw handle, as Inductor's generated code reads it)."""
     import torch
 
-    return torch.cuda.current_stream(x.device).cuda_stream
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(x.device.index) if raw else torch.cuda.current_stream(x.device).cuda_stream
+
+
+def on_device(x: Any):
+    """A context making x's GPU the current one (nothing to do, the common case, when it is)."""
+    import torch
+
+    return contextlib.nullcontext() if x.device.index == torch.cuda.current_device() else torch.cuda.device(x.device)
 
 
 # --- any op by its fields (capi/run.h) --------------------------------------------------------
@@ -235,7 +251,7 @@ class Kernel:
         if workspace is None and size:
             workspace = torch.empty(size, dtype=torch.uint8, device=x.device)
         n = len(inputs) + len(outs)
-        with torch.cuda.device(x.device):
+        with on_device(x):
             if x.device.index not in self._devices:
                 self._call("trtp_op_initialize")
                 self._devices.add(x.device.index)

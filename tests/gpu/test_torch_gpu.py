@@ -134,6 +134,26 @@ def _block(torch):
 
 
 @pytest.mark.gpu
+def test_eager_calls_past_the_dispatcher_equal_it(torch):
+    """trtplugins.torch.<op> in eager goes straight to the CUDA implementation: the same outputs, bit
+    for bit, as torch.ops.trtplugins.<op>; a call that needs a gradient still raises the op's error."""
+    import trtplugins.torch as tt
+
+    T = _ops(torch)
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x, w = _rand(torch, gen, (2, 32, 6, 5), torch.float16), _rand(torch, gen, (32,), torch.float32)
+    h, hw = _rand(torch, gen, (3, 7, 96), torch.bfloat16), _rand(torch, gen, (96,), torch.bfloat16)
+    with torch.inference_mode():
+        assert tt.group_norm(x, num_groups=8, gamma=w, beta=w, activation="silu").equal(
+            T.group_norm(x, num_groups=8, gamma=w, beta=w, activation="silu"))
+        y, s = tt.skip_norm(h, h, gamma=hw, norm="rms", output_sum=1)
+        want = T.skip_norm(h, h, gamma=hw, norm="rms", output_sum=1)
+        assert y.equal(want[0]) and s.equal(want[1])
+    with pytest.raises(RuntimeError, match="trtplugins::skip_norm has no backward"):
+        tt.skip_norm(h, gamma=hw.clone().requires_grad_(), norm="rms")
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
 def test_cuda_graph_capture(torch, warm):
     """The ops captured in a CUDA graph and replayed on new inputs equal eager; cold: the 16-bit

@@ -222,7 +222,7 @@ def kernel(x, bias=None, activation: str = "gelu", out=None):
     hidden = x.shape[-1] if x.dim() else 1
     y = torch.empty_like(x) if out is None else out
     rows = x.numel() // hidden if hidden else 0
-    with torch.cuda.device(x.device):  # rows == 0 goes through too: the kernel must accept it
+    with kernels.on_device(x):  # rows == 0 goes through too: the kernel must accept it
         raw_kernel(kernels.dtype_name(x), kernels.data(x, "x"), kernels.weight(bias, "bias", hidden),
                    kernels.data(y, "out", x), rows, hidden, activation, kernels.stream_of(x))
     return y

@@ -273,7 +273,7 @@ def kernel(x, x2=None, *, activation: str = "silu", gate: str = "first", gate_bi
     if tuple(y.shape) != shape or y.dtype != x.dtype:
         raise ValueError(f"out must be {shape} {x.dtype}; got {tuple(y.shape)} {y.dtype}")
     rows = x.numel() // last if last else 0
-    with torch.cuda.device(x.device):
+    with kernels.on_device(x):
         raw_kernel(
             kernels.dtype_name(x), kernels.data(x, "x"), 0 if x2 is None else kernels.data(x2, "x2", x),
             kernels.weight(gate_bias, "gate_bias", width), kernels.weight(linear_bias, "linear_bias", width), kernels.data(y, "out"),

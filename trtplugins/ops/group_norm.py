@@ -392,6 +392,7 @@ def device() -> dict[str, int]:
     return dict(zip(DEVICE_KEYS, (v.value for v in vals)))
 
 
+@functools.lru_cache(maxsize=1024)
 def workspace_size(n: int, groups: int, layout: str | None = None) -> int:
     """Workspace bytes the plugin asks for with batch n (covers every smaller shape), for a layout
     ("channels_first", "channels_last"; None: enough for either)."""
@@ -495,7 +496,7 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
     args = (kernels.weight(bias, "bias", c), kernels.weight(gamma, "gamma", c), kernels.weight(beta, "beta", c),
             y.data_ptr(), 0 if s is None else s.data_ptr(), workspace.data_ptr(), workspace.numel(), n, c, spatial,
             num_groups, float(epsilon), activation, kernels.stream_of(x))
-    with torch.cuda.device(x.device):
+    with kernels.on_device(x):
         if cs is not None or resident is not False:
             forced = None if resident in (True, False) else tuple(resident)
             ran = raw_resident(dtype, "channels_first" if cs is None else "channels_last", cs or 0, x.data_ptr(),

@@ -270,7 +270,7 @@ def kernel(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer", ep
                 raise ValueError(f"skip {tuple(skip.shape)} must be like x {tuple(x.shape)} or broadcast over its "
                                  "leading dims")
             skip_ptr, skip_rows = kernels.data(skip, "skip"), max(1, skip.numel() // hidden)
-    with torch.cuda.device(x.device):
+    with kernels.on_device(x):
         raw_kernel(
             kernels.dtype_name(x), kernels.data(x, "x"), skip_ptr,
             kernels.weight(bias, "bias", hidden), kernels.weight(gamma, "gamma", hidden), kernels.weight(beta, "beta", hidden),

@@ -154,22 +154,36 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
 
     lib.impl(name, kernel(cpu_), "CPU")
     lib.impl(name, kernel(cuda), "CUDA")
+    _CUDA[name] = kernel(cuda)
     lib.impl(name, autograd, "Autograd", with_keyset=True)
     torch.library.register_fake(qualname, fake, lib=lib)
 
 
+_CUDA = {}  # op name -> its CUDA implementation, arguments checked
 _LIB = torch.library.Library(NAMESPACE, "DEF")
 for _plugin in PLUGINS:
     _register(_LIB, ops.spec(_plugin))
 
 
+def _direct(args: tuple, kwargs: dict) -> bool:
+    """Whether an eager call may go straight to the CUDA implementation, past the dispatcher (whose
+    Python layers cost more host time than the launch): plain CUDA tensors, nothing tracing,
+    compiling or exporting, no gradient asked for (the op's own error then)."""
+    x = args[0] if args else None
+    if type(x) is not torch.Tensor or not x.is_cuda or torch.jit.is_tracing() or torch.compiler.is_compiling():
+        return False
+    return not torch.is_grad_enabled() or not any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in (*args, *kwargs.values()))
+
+
 def _caller(plugin: str):
     spec = ops.spec(plugin)
-    op = getattr(getattr(torch.ops, NAMESPACE), op_name(plugin))
+    name = op_name(plugin)
+    op = getattr(getattr(torch.ops, NAMESPACE), name)
     multi = _multi(spec)
 
     def call(*args, **kwargs):
-        out = op(*args, **kwargs)
+        out = _CUDA[name](*args, **kwargs) if _direct(args, kwargs) else op(*args, **kwargs)
         return (out[0] if len(out) == 1 else tuple(out)) if multi else out
 
     call.__name__ = call.__qualname__ = op_name(plugin)

@@ -1,0 +1,103 @@
+"""Host time per call of trtplugins.torch's ops beside the torch code they replace (issue 33).
+
+A model whose GPU work is small per op (the SD UNet at batch 1, under eager or a compile without CUDA
+graphs) runs as fast as the host issues its ops, so a fused op pays only where its call costs the
+host no more than the calls it replaces. For each op, at a small shape (host-bound) and a model
+shape: the host microseconds to issue one call (a loop of --calls, timed before the synchronize) and
+the microseconds per call with the GPU's time included (CUDA events), for the torch code, our op
+called as the modules call it (trtplugins.torch.<op>: straight to the kernels in eager), and the
+same op through the dispatcher (torch.ops.trtplugins.<op>, as compiled code calls it).
+
+    python benchmarks/bench_torch_overhead.py --out build/torch-overhead
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import trtplugins.torch as tt
+
+OPS = torch.ops.trtplugins
+
+
+def rms_chain(x, w, eps=1e-6):  # HF LlamaRMSNorm.forward
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return w * h.to(x.dtype)
+
+
+def cases(dtype):
+    dev = dict(device="cuda", dtype=dtype)
+    for shape in ((1, 320, 8, 8), (2, 320, 64, 64)):
+        x, w, b = torch.randn(shape, **dev), torch.randn(shape[1], **dev), torch.randn(shape[1], **dev)
+        yield "group_norm+silu", shape, {
+            "torch": lambda x=x, w=w, b=b: F.silu(F.group_norm(x, 32, w, b)),
+            "ours": lambda x=x, w=w, b=b: tt.group_norm(x, num_groups=32, gamma=w, beta=b, activation="silu"),
+            "ours via dispatcher": lambda x=x, w=w, b=b: OPS.group_norm(x, num_groups=32, gamma=w, beta=b,
+                                                                        activation="silu"),
+        }
+    for shape in ((1, 16, 768), (2, 4096, 320), (8, 512, 4096)):
+        x, w, b = torch.randn(shape, **dev), torch.randn(shape[-1], **dev), torch.randn(shape[-1], **dev)
+        yield "layer_norm", shape, {
+            "torch": lambda x=x, w=w, b=b: F.layer_norm(x, x.shape[-1:], w, b),
+            "ours": lambda x=x, w=w, b=b: tt.skip_norm(x, gamma=w, beta=b, norm="layer"),
+            "ours via dispatcher": lambda x=x, w=w, b=b: OPS.skip_norm(x, gamma=w, beta=b, norm="layer"),
+        }
+        yield "rms_norm (HF chain)", shape, {
+            "torch": lambda x=x, w=w: rms_chain(x, w),
+            "ours": lambda x=x, w=w: tt.skip_norm(x, gamma=w, norm="rms", epsilon=1e-6),
+            "ours via dispatcher": lambda x=x, w=w: OPS.skip_norm(x, gamma=w, norm="rms", epsilon=1e-6),
+        }
+
+
+def timed(fn, calls: int) -> tuple[float, float]:
+    """(host us per call, us per call with the GPU)."""
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - t) / calls * 1e6
+    end.record()
+    torch.cuda.synchronize()
+    return host, start.elapsed_time(end) * 1e3 / calls
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="build/torch-overhead")
+    p.add_argument("--calls", type=int, default=200)
+    a = p.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with torch.inference_mode():
+        for dtype in (torch.float16,):
+            for op, shape, impls in cases(dtype):
+                for impl, fn in impls.items():
+                    host, total = timed(fn, a.calls)
+                    rows.append({"op": op, "shape": list(shape), "dtype": str(dtype).removeprefix("torch."),
+                                 "impl": impl, "host_us": round(host, 2), "us_per_call": round(total, 2)})
+                    print(json.dumps(rows[-1]), flush=True)
+    lines = [f"# Host time per call: trtplugins.torch beside torch ({torch.cuda.get_device_name()}, "
+             f"torch {torch.__version__}, {a.calls} calls after 10)\n",
+             "| op | shape | impl | host us per call | us per call (GPU included) |", "|---|---|---|---|---|"]
+    lines += [f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {r['impl']} | {r['host_us']:.1f} | "
+              f"{r['us_per_call']:.1f} |" for r in rows]
+    (out / "torch_overhead.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (out / "torch_overhead.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
