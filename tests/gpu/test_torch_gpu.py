@@ -145,12 +145,19 @@ def test_eager_calls_past_the_dispatcher_equal_it(torch):
     h, hw = _rand(torch, gen, (3, 7, 96), torch.bfloat16), _rand(torch, gen, (96,), torch.bfloat16)
     with torch.inference_mode():
         assert tt.group_norm(x, num_groups=8, gamma=w, beta=w, activation="silu").equal(
-            T.group_norm(x, num_groups=8, gamma=w, beta=w, activation="silu"))
+            T.group_norm(x, num_groups=8, gamma=w, beta=w, activation="silu")[0])
         y, s = tt.skip_norm(h, h, gamma=hw, norm="rms", output_sum=1)
         want = T.skip_norm(h, h, gamma=hw, norm="rms", output_sum=1)
         assert y.equal(want[0]) and s.equal(want[1])
+        for _ in range(3):  # the signature's first call is checked, the later ones prepared: the same
+            hw.mul_(-1)  # an FP32 copy follows its weight's changes
+            assert tt.skip_norm(h, gamma=hw, norm="rms").equal(T.skip_norm(h, gamma=hw, norm="rms"))
+            w.mul_(0.5)
+            assert tt.group_norm(x, num_groups=8, gamma=w, beta=w).equal(T.group_norm(x, num_groups=8, gamma=w, beta=w)[0])
     with pytest.raises(RuntimeError, match="trtplugins::skip_norm has no backward"):
         tt.skip_norm(h, gamma=hw.clone().requires_grad_(), norm="rms")
+    with pytest.raises(ValueError, match="expected 96"):
+        tt.skip_norm(h, gamma=hw[:95], norm="rms")
 
 
 @pytest.mark.gpu

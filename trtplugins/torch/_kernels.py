@@ -11,15 +11,17 @@ copies, the GroupNorm workspace and the outputs come from torch's caching alloca
 
 from __future__ import annotations
 
-import torch
-from torch.utils.weak import WeakTensorKeyDictionary
+import weakref
 
+import torch
+
+from .. import kernels
 from ..ops import bias_activation as _bias_activation
 from ..ops import gated_activation as _gated_activation
 from ..ops import group_norm as _group_norm
 from ..ops import skip_norm as _skip_norm
 
-_fp32 = WeakTensorKeyDictionary()  # weight -> (its _version, FP32 copy)
+_fp32: dict = {}  # id(weight) -> (a weak reference to it, its _version, its FP32 copy), while it lives
 
 
 def _weight32(w: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
@@ -29,12 +31,15 @@ def _weight32(w: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
         raise ValueError(f"weights must be on x's device {x.device}; got {w.device}")
     if w.dtype == torch.float32:
         return w.contiguous()
-    hit = _fp32.get(w)
-    if hit is not None and hit[0] == w._version:
-        return hit[1]
+    if w.is_inference():  # no version counter to tell a change by: converted per call
+        return w.float().contiguous()
+    key = id(w)
+    hit = _fp32.get(key)
+    if hit is not None and hit[0]() is w and hit[1] == w._version:
+        return hit[2]
     w32 = w.float().contiguous()
     if not torch.cuda.is_current_stream_capturing():
-        _fp32[w] = (w._version, w32)
+        _fp32[key] = (weakref.ref(w, lambda _, key=key: _fp32.pop(key, None)), w._version, w32)
     return w32
 
 
@@ -73,3 +78,120 @@ def bias_activation(x, *, activation, bias) -> torch.Tensor:
 def gated_activation(x, x2, *, activation, gate, gate_bias, linear_bias) -> torch.Tensor:
     return _gated_activation.kernel(x.contiguous(), None if x2 is None else x2.contiguous(), activation=activation,
                                     gate=gate, gate_bias=_weight32(gate_bias, x), linear_bias=_weight32(linear_bias, x))
+
+
+# --- eager calls: a launch prepared once per call signature -------------------------------------
+# A call's Python work (argument checks, plans, sizes, ids) depends only on its signature: shapes,
+# strides, dtype, device and field values. The first call of a signature goes the checked way above;
+# the later ones reuse what it decided and only allocate the outputs and launch. Weights are read
+# per call (their FP32 copies as above); their sizes are checked per call.
+
+_prepared: dict = {}  # signature -> launch(x, skip, gamma, beta, bias) -> outputs, or None (none here)
+_MAX_PREPARED = 4096
+
+
+def _fields(spec_name: str) -> dict:
+    from .. import ops
+
+    return {f.name: f.default for f in ops.spec(spec_name).fields}
+
+
+_GN = _fields("GroupNorm")
+_SN = _fields("SkipNorm")
+
+
+def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
+    """The split design's launch for contiguous tensors shaped as x and skip (None: not this path)."""
+    n, c = x.shape[0], x.shape[1]
+    spatial = x.numel() // (n * c) if n * c else 0
+    if not x.is_contiguous() or not spatial or (skip is not None and not skip.is_contiguous()):
+        return None
+    mode = "none" if skip is None else "full" if skip.shape == x.shape else "per_channel"
+    dtype = kernels.dtype_name(x)
+    size = _group_norm.workspace_size(n, num_groups)
+    plan = _group_norm._plan3(_group_norm._device_plan(x.device.index, dtype, n, num_groups,
+                                                       c // num_groups * spatial, mode))
+    head = (kernels.dtype_id(dtype),)
+    mid = (_group_norm.skip_mode_id(mode),)
+    tail = (size, n, c, spatial, num_groups, float(epsilon),
+            kernels.lookup(_group_norm.ACTIVATION_IDS, activation, "activation"), plan[0], plan[1], int(plan[2]), None)
+    fn, device = kernels.load().trtp_group_norm, x.device
+
+    def launch(x, skip, gamma, beta, bias):
+        _sizes(c, gamma, beta, bias)
+        y = torch.empty_like(x)
+        s = torch.empty_like(x) if output_sum else None
+        ws = torch.empty(size, dtype=torch.uint8, device=device)
+        code = fn(*head, x.data_ptr(), None if skip is None else skip.data_ptr(), *mid, _ptr(bias), gamma.data_ptr(),
+                  _ptr(beta), y.data_ptr(), _ptr(s), ws.data_ptr(), *tail, kernels.stream_of(x))
+        kernels.check(code, "group_norm")
+        return [y, s] if output_sum else [y]
+    return launch
+
+
+def _skip_norm_launch(x, skip, norm, epsilon, output_sum, io):
+    """SkipNorm's launch for a contiguous x and a skip like x (None: not this path)."""
+    if not x.is_contiguous() or (skip is not None and (skip.shape != x.shape or not skip.is_contiguous())):
+        return None
+    hidden = x.shape[-1]
+    rows = x.numel() // hidden if hidden else 0
+    head = (kernels.dtype_id(kernels.dtype_name(x)),)
+    tail = (rows, hidden, float(epsilon), kernels.lookup(_skip_norm.NORM_IDS, norm, "norm"), 0, -1)
+    fn = kernels.load().trtp_skip_norm
+
+    def launch(x, skip, gamma, beta, bias):
+        _sizes(hidden, gamma, beta, bias)
+        gamma_io, beta_io = _io(gamma, beta, x) if io else (None, None)
+        g32, b32 = _weight32(gamma, x), _weight32(beta, x)
+        y = torch.empty_like(x)
+        s = torch.empty_like(x) if output_sum else None
+        code = fn(*head, x.data_ptr(), _ptr(skip), _ptr(_weight32(bias, x)), g32.data_ptr(), _ptr(b32), y.data_ptr(),
+                  _ptr(s), *tail, _ptr(gamma_io), _ptr(beta_io), kernels.stream_of(x))
+        kernels.check(code, "skip_norm")
+        return [y, s] if output_sum else [y]
+    return launch
+
+
+def _ptr(t) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def _sizes(width: int, *weights) -> None:
+    for w in weights:
+        if w is not None and w.numel() != width:
+            raise ValueError(f"a weight has {w.numel()} values; expected {width}")
+
+
+def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
+    """An eager CUDA call of op `name`: through its signature's prepared launch, or `checked` (the
+    implementation that checks everything) on the signature's first call and where none applies."""
+    x, skip = args[0], args[1] if len(args) > 1 else kwargs.get("skip")
+    if name == "group_norm":
+        f = {**_GN, **kwargs}
+        key = (name, x.shape, x.stride(), x.dtype, x.device, None if skip is None else (skip.shape, skip.stride()),
+               f["num_groups"], f["activation"], f["epsilon"], f["output_sum"])
+        make = lambda: _group_norm_launch(x, skip, f["num_groups"], f["activation"], f["epsilon"],  # noqa: E731
+                                          f["output_sum"])
+        weights = (f["gamma"], f["beta"], f["bias"])
+    elif name == "skip_norm":
+        f = {**_SN, **kwargs}
+        g, b = f["gamma"], f["beta"]
+        io = g is not None and g.dtype == x.dtype and (b is None or b.dtype == x.dtype)
+        key = (name, x.shape, x.stride(), x.dtype, x.device, None if skip is None else (skip.shape, skip.stride()),
+               f["norm"], f["epsilon"], f["output_sum"], io)
+        make = lambda: _skip_norm_launch(x, skip, f["norm"], f["epsilon"], f["output_sum"], io)  # noqa: E731
+        weights = (g, b, f["bias"])
+    else:
+        return checked(*args, **kwargs)
+    launch = _prepared.get(key, False)
+    if launch is False:  # the signature's first call: checked, then prepared
+        out = checked(*args, **kwargs)
+        if len(_prepared) >= _MAX_PREPARED:
+            _prepared.clear()
+        _prepared[key] = make()
+        return out
+    if launch is None or weights[0] is None:
+        return checked(*args, **kwargs)
+    if name == "group_norm":
+        return launch(x, skip, *(_weight32(w, x) for w in weights))
+    return launch(x, skip, *weights)

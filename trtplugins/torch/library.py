@@ -183,7 +183,12 @@ def _caller(plugin: str):
     multi = _multi(spec)
 
     def call(*args, **kwargs):
-        out = _CUDA[name](*args, **kwargs) if _direct(args, kwargs) else op(*args, **kwargs)
+        if _direct(args, kwargs):
+            from . import _kernels
+
+            out = _kernels.eager(name, args, kwargs, _CUDA[name])
+        else:
+            out = op(*args, **kwargs)
         return (out[0] if len(out) == 1 else tuple(out)) if multi else out
 
     call.__name__ = call.__qualname__ = op_name(plugin)
