@@ -27,9 +27,9 @@ def per_forward(model, inputs, n=10):
     return host, (time.perf_counter() - t) / n * 1e3
 
 
+model = bm.build_unet(torch.float16)  # weights made outside inference mode, as a loaded model's
+inputs = bm.unet_inputs(model, 1, torch.Generator(device="cuda").manual_seed(0))
 with torch.inference_mode():
-    model = bm.build_unet(torch.float16)
-    inputs = bm.unet_inputs(model, 1, torch.Generator(device="cuda").manual_seed(0))
     print("eager: host ms per forward %.2f, with the GPU %.2f" % per_forward(model, inputs))
     print(tt.fuse(model))
     print("eager+fuse: host ms per forward %.2f, with the GPU %.2f" % per_forward(model, inputs))
