@@ -5,8 +5,10 @@ each op is named after its op module (trtplugins/ops/skip_norm.py: trtplugins::s
 Ops with an optional second output (`output_sum`) return a list of tensors.
 
 Kernels: CUDA (the project's kernels through _kernels, on the current stream), CPU (cpu.py),
-fake (shapes only: torch.compile, torch.export), Autograd (inference only: a call that needs a
-gradient raises, naming the op). Every implementation checks the arguments the same way."""
+fake (shapes only: torch.compile, torch.export); no autograd (inference only: the Autograd keys fall
+through, and a call that needs a gradient raises, naming the op). CUDA calls reuse a launch prepared
+per call signature (_kernels.eager); eager calls from trtplugins.torch.<op> skip the dispatcher.
+Every implementation checks the arguments the same way."""
 
 from __future__ import annotations
 
@@ -121,6 +123,7 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
 
     def kernel(fn):
         def run(*args, **kwargs):
+            _no_grad(qualname, args, kwargs)
             a = bind(spec, args, kwargs)
             check(spec, a)
             pos = [a.pop(t.name) for t in spec.inputs]
@@ -135,31 +138,36 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
 
         return getattr(_kernels, name)(*args, **kwargs)
 
+    def cuda_prepared(*args, **kwargs):
+        from . import _kernels
+
+        _no_grad(qualname, args, kwargs)
+        return _kernels.eager(name, args, kwargs, checked_cuda)
+
     def fake(*args, **kwargs):
+        _no_grad(qualname, args, kwargs)
         a = bind(spec, args, kwargs)
         x = a[spec.inputs[0].name]
         out = [x.new_empty(s) for s in check(spec, a)]
         return out if multi else out[0]
 
-    op = getattr(getattr(torch.ops, NAMESPACE), name).default
-
-    def autograd(keyset, *args, **kwargs):
-        if torch.is_grad_enabled() and any(
-            isinstance(t, torch.Tensor) and t.requires_grad for t in (*args, *kwargs.values())
-        ):
-            raise RuntimeError(f"{qualname} has no backward (inference only): call it under torch.no_grad() "
-                               "or torch.inference_mode()")
-        with torch._C._AutoDispatchBelowAutograd():
-            return op.redispatch(keyset & torch._C._after_autograd_keyset, *args, **kwargs)
-
+    checked_cuda = _CUDA[name] = kernel(cuda)
     lib.impl(name, kernel(cpu_), "CPU")
-    lib.impl(name, kernel(cuda), "CUDA")
-    _CUDA[name] = kernel(cuda)
-    lib.impl(name, autograd, "Autograd", with_keyset=True)
+    lib.impl(name, cuda_prepared, "CUDA")
+    # No autograd layer of its own (a Python one would cost each call as much as the launch): the
+    # Autograd keys fall through to the kernels above, which refuse a call that needs a gradient.
+    lib.impl(name, torch.library.fallthrough_kernel, "Autograd")
     torch.library.register_fake(qualname, fake, lib=lib)
 
 
-_CUDA = {}  # op name -> its CUDA implementation, arguments checked
+def _no_grad(qualname: str, args: tuple, kwargs: dict) -> None:
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                       for t in (*args, *kwargs.values())):
+        raise RuntimeError(f"{qualname} has no backward (inference only): call it under torch.no_grad() "
+                           "or torch.inference_mode()")
+
+
+_CUDA = {}  # op name -> its CUDA implementation, every argument checked
 _LIB = torch.library.Library(NAMESPACE, "DEF")
 for _plugin in PLUGINS:
     _register(_LIB, ops.spec(_plugin))
