@@ -154,6 +154,9 @@ def test_eager_calls_past_the_dispatcher_equal_it(torch):
             assert tt.skip_norm(h, gamma=hw, norm="rms").equal(T.skip_norm(h, gamma=hw, norm="rms")[0])
             w.mul_(0.5)
             assert tt.group_norm(x, num_groups=8, gamma=w, beta=w).equal(T.group_norm(x, num_groups=8, gamma=w, beta=w)[0])
+            ht, xl = h.transpose(0, 1), x.contiguous(memory_format=torch.channels_last)  # not contiguous
+            assert tt.skip_norm(ht, gamma=hw, norm="rms").equal(T.skip_norm(ht.contiguous(), gamma=hw, norm="rms")[0])
+            assert tt.group_norm(xl, num_groups=8, gamma=w).equal(T.group_norm(x, num_groups=8, gamma=w)[0])
     with pytest.raises(RuntimeError, match="trtplugins::skip_norm has no backward"):
         tt.skip_norm(h, gamma=hw.clone().requires_grad_(), norm="rms")
     with pytest.raises(ValueError, match="expected 96"):

@@ -101,10 +101,11 @@ _SN = _fields("SkipNorm")
 
 
 def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
-    """The split design's launch for contiguous tensors shaped as x and skip (None: not this path)."""
+    """The split design's launch for tensors shaped and laid out as x and skip, made contiguous as
+    above (None: not this path)."""
     n, c = x.shape[0], x.shape[1]
     spatial = x.numel() // (n * c) if n * c else 0
-    if not x.is_contiguous() or not spatial or (skip is not None and not skip.is_contiguous()):
+    if not spatial:
         return None
     mode = "none" if skip is None else "full" if skip.shape == x.shape else "per_channel"
     dtype = kernels.dtype_name(x)
@@ -119,6 +120,7 @@ def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
 
     def launch(x, skip, gamma, beta, bias):
         _sizes(c, gamma, beta, bias)
+        x, skip = x.contiguous(), None if skip is None else skip.contiguous()
         y = torch.empty_like(x)
         s = torch.empty_like(x) if output_sum else None
         ws = torch.empty(size, dtype=torch.uint8, device=device)
@@ -130,8 +132,8 @@ def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
 
 
 def _skip_norm_launch(x, skip, norm, epsilon, output_sum, io):
-    """SkipNorm's launch for a contiguous x and a skip like x (None: not this path)."""
-    if not x.is_contiguous() or (skip is not None and (skip.shape != x.shape or not skip.is_contiguous())):
+    """SkipNorm's launch for x and a skip shaped like x, made contiguous as above (None: not this path)."""
+    if skip is not None and skip.shape != x.shape:
         return None
     hidden = x.shape[-1]
     rows = x.numel() // hidden if hidden else 0
@@ -141,6 +143,7 @@ def _skip_norm_launch(x, skip, norm, epsilon, output_sum, io):
 
     def launch(x, skip, gamma, beta, bias):
         _sizes(hidden, gamma, beta, bias)
+        x, skip = x.contiguous(), None if skip is None else skip.contiguous()
         gamma_io, beta_io = _io(gamma, beta, x) if io else (None, None)
         g32, b32 = _weight32(gamma, x), _weight32(beta, x)
         y = torch.empty_like(x)
