@@ -147,6 +147,33 @@ def test_fused_models_compile_with_fullgraph():
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("under_compile", ["torch", "trtplugins"])
+def test_under_compile_picks_the_ops_the_compiler_sees(under_compile):
+    """fuse(model, under_compile=...): torch's own norm ops in the compiled graph (Inductor fuses them),
+    or our op; an export traces our op either way."""
+    model, args = unet(), UNET_ARGS
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.extend(str(n.target) for n in gm.graph.nodes if n.op == "call_function")
+        return gm.forward
+
+    with torch.no_grad():
+        fuse(model, under_compile=under_compile)
+        want = model(*args)[0]
+        torch._dynamo.reset()
+        got = torch.compile(model, backend=backend, fullgraph=True)(*args)[0]
+        exported = {str(n.target) for n in torch.export.export(model, args).graph.nodes if n.op == "call_function"}
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    ours = [t for t in seen if "trtplugins" in t]
+    assert (len(ours) > 0) == (under_compile == "trtplugins"), ours
+    norms = ("group_norm", "layer_norm") if under_compile == "torch" else ("group_norm", "skip_norm")
+    assert all(any(n in t for t in seen) for n in norms), seen
+    assert {"trtplugins.group_norm.default", "trtplugins.skip_norm.default"} <= exported
+    with pytest.raises(ValueError, match="under_compile must be one of torch, trtplugins"):
+        fuse(unet(), under_compile="inductor")
+
+
 def _plugin_nodes(model):
     return [n for n in model.graph.node if n.domain == ops.DOMAIN]
 

@@ -203,12 +203,13 @@ def test_opcheck_cuda(torch):
 
 
 @pytest.mark.gpu
-def test_compile_fullgraph_inductor(torch):
+@pytest.mark.parametrize("under_compile", ["torch", "trtplugins"])
+def test_compile_fullgraph_inductor(torch, under_compile):
     import trtplugins.torch as tt
 
     torch.manual_seed(0)
     model = _block(torch)().cuda().half().eval()
-    tt.fuse(model)
+    tt.fuse(model, under_compile=under_compile)
     x, img = torch.randn(4, 16, 256, device="cuda").half(), torch.randn(2, 32, 16, 16, device="cuda").half()
     with torch.inference_mode():
         want = model(x, img)

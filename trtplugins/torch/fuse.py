@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .modules import FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
+from .modules import UNDER_COMPILE, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
 
 EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
 _FUSED = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm)
@@ -54,9 +54,13 @@ class FuseReport:
         return "\n".join(lines)
 
 
-def fuse(model: nn.Module, silu: bool = True) -> FuseReport:
+def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch") -> FuseReport:
     """Replace model's LayerNorm, GroupNorm (+ SiLU where exact) and RMSNorm modules by the fused
-    ones, in place (their parameters shared, the state_dict unchanged). Returns the report."""
+    ones, in place (their parameters shared, the state_dict unchanged). Returns the report.
+    under_compile: what the fused modules run when torch.compile traces them, "torch" (its own ops,
+    which Inductor fuses with their neighbours) or "trtplugins" (our op); see modules.py."""
+    if under_compile not in UNDER_COMPILE:
+        raise ValueError(f"under_compile must be one of {', '.join(UNDER_COMPILE)}; got {under_compile!r}")
     report = FuseReport()
     uses: dict[int, list] = defaultdict(list)  # id(module) -> [(parent, attribute)]
     for parent in model.modules():
@@ -71,6 +75,7 @@ def fuse(model: nn.Module, silu: bool = True) -> FuseReport:
             if why:
                 report.left.append({"module": name, "type": type(m).__name__, "reason": why})
             continue
+        new.under_compile = under_compile
         for parent, attr in uses[id(m)]:
             setattr(parent, attr, new)
             if isinstance(new, FusedGroupNorm):

@@ -2,14 +2,29 @@
 
 Same constructor arguments, parameter names and state_dict as the modules they replace;
 from_module(m) shares m's parameters (no copy: tied weights and the state_dict stay as they
-were). Inference only: a call that needs a gradient raises (see library.py)."""
+were). Inference only: a call that needs a gradient raises (see library.py).
+
+Under torch.compile (not an export) a module runs torch's own ops by default (`under_compile` "torch"):
+Inductor then fuses the norm into its neighbours' kernels and keeps its layouts, where our op is an
+opaque call with a host cost per call (benchmarks/RESULTS.md, PyTorch: a compiled SD UNet 0.56x with our
+op, a LLaMA stack 0.99x); "trtplugins" keeps our kernel in compiled graphs. Eager, CUDA graphs of eager
+code and exports (torch.export, torch.onnx) always call the op."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+from torch.nn import functional as F
+
 from .library import group_norm, skip_norm
+
+UNDER_COMPILE = ("torch", "trtplugins")
+
+
+def _compiled(m: nn.Module) -> bool:
+    """Whether m runs torch's ops here: traced by torch.compile (not exporting) and asked to."""
+    return m.under_compile == "torch" and torch.compiler.is_compiling() and not torch.compiler.is_exporting()
 
 
 def _last_dim(normalized_shape) -> int:
@@ -20,6 +35,8 @@ def _last_dim(normalized_shape) -> int:
 
 
 class _Affine(nn.Module):
+    under_compile = "torch"  # or "trtplugins": see the module doc
+
     def _params(self, size: int, weight: bool, bias: bool, device, dtype) -> None:
         kw = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.ones(size, **kw)) if weight else None
@@ -49,6 +66,8 @@ class FusedLayerNorm(_Affine):
         return new
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if _compiled(self):
+            return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
         return skip_norm(x, gamma=self._gamma(x, self.normalized_shape[0]), beta=self.bias, norm="layer",
                          epsilon=self.eps)
 
@@ -78,6 +97,8 @@ class FusedRMSNorm(_Affine):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         eps = torch.finfo(x.dtype).eps if self.eps is None else self.eps
+        if _compiled(self):
+            return F.rms_norm(x, self.normalized_shape, self.weight, eps)
         return skip_norm(x, gamma=self._gamma(x, self.normalized_shape[0]), norm="rms", epsilon=eps)
 
     def extra_repr(self) -> str:
@@ -105,10 +126,14 @@ class FusedGroupNorm(_Affine):
         return new
 
     def forward(self, x: torch.Tensor, activation: str | None = None) -> torch.Tensor:
+        act = self.activation if activation is None else activation
+        if _compiled(self) and act in ("none", "silu"):  # any other: the op's own error
+            y = F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+            return F.silu(y) if act == "silu" else y
         flat = x.dim() == 2  # nn.GroupNorm takes (N, C): one spatial element
         y = group_norm(x.unsqueeze(-1) if flat else x, num_groups=self.num_groups, epsilon=self.eps,
                        gamma=self._gamma(x, self.num_channels), beta=self.bias,
-                       activation=self.activation if activation is None else activation)
+                       activation=act)
         return y.squeeze(-1) if flat else y
 
     def extra_repr(self) -> str:
