@@ -1,0 +1,143 @@
+"""Ahead-of-time compilation of the Triton kernels (ops/*/<op>_triton.py) into cubins, on a machine
+without a GPU: per target architecture, op form, I/O type and hidden size, with the resources ptxas
+reports for each (registers, spills, shared memory). Output: OUT/sm_<cc>/<name>.cubin and
+OUT/manifest.json (what each cubin is, its launch geometry and parameters, in order).
+
+    python plugin_src/triton_aot.py --out build/triton-aot [--archs 90 100] [--hiddens 768 4096]
+
+Launch ABI (Triton 3.6): the kernel's parameters are the non-constexpr arguments in order, then two
+pointers (global and profile scratch; null when the manifest's sizes are 0); grid (ceil(rows / XBLOCK)),
+block (32 * num_warps), dynamic shared memory `shared` bytes. Configurations: `config()` below until a
+measured table replaces it (the GPU check, benchmarks/experiments/triton_aot_check.py)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+#: op form -> its constexpr switches
+FORMS = {
+    "layer_norm": dict(RMS=0, SKIP=0, BIAS=0, BETA=1, SUM=0),
+    "rms_norm": dict(RMS=1, SKIP=0, BIAS=0, BETA=0, SUM=0),
+    "skip_layer_norm": dict(RMS=0, SKIP=1, BIAS=0, BETA=1, SUM=1),
+    "skip_rms_norm": dict(RMS=1, SKIP=1, BIAS=0, BETA=0, SUM=1),
+}
+DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+HIDDENS = (768, 1024, 2048, 3072, 4096, 5120, 8192, 12288, 16384)
+ARCHS = (80, 90, 100, 120)
+PARAMS = ("x", "skip", "bias", "gamma", "beta", "y", "s_out", "rows", "eps")
+LOOPED_FROM = 8192  # hidden sizes past this: the looped kernel
+
+
+def kernels():
+    """The SkipNorm Triton module, imported from its file (plugin_src is not a package)."""
+    path = HERE / "ops" / "skip_norm" / "skip_norm_triton.py"
+    spec = importlib.util.spec_from_file_location("skip_norm_triton", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def config(hidden: int, dtype: str) -> dict:
+    """Launch geometry for a hidden size, Inductor's kind: rows whole in registers, several rows per
+    program while a program holds at most 4096 values (8192 for 16-bit), else one row looped."""
+    rblock = 1 << (hidden - 1).bit_length()
+    if hidden > LOOPED_FROM:
+        return dict(kernel="looped", RBLOCK=2048, XBLOCK=1, num_warps=8)
+    per = 8192 if dtype != "float32" else 4096
+    xblock = max(1, min(8, per // rblock))
+    return dict(kernel="rows", RBLOCK=rblock, XBLOCK=xblock, num_warps=max(4, min(16, rblock * xblock // 1024)))
+
+
+def signature(dtype: str) -> dict:
+    io, w = f"*{DTYPES[dtype]}", "*fp32"
+    sig = dict(x=io, skip=io, bias=w, gamma=w, beta=w, y=io, s_out=io, rows="i32", eps="fp32")
+    return {**sig, **{k: "constexpr" for k in ("HIDDEN", "RBLOCK", "XBLOCK", "RMS", "SKIP", "BIAS", "BETA", "SUM")}}
+
+
+def compile_one(mod, form: str, dtype: str, hidden: int, cc: int, cfg: dict | None = None):
+    """(compiled kernel, its manifest entry but the resources)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    cfg = cfg or config(hidden, dtype)
+    fn = mod.rows_kernel if cfg["kernel"] == "rows" else mod.looped_kernel
+    consts = dict(HIDDEN=hidden, RBLOCK=cfg["RBLOCK"], XBLOCK=cfg["XBLOCK"], **FORMS[form])
+    # the pointers 16-byte aligned (as TensorRT's buffers and torch's allocations are): 16-byte accesses
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(7)}
+    src = ASTSource(fn=fn, signature=signature(dtype), constexprs=consts, attrs=attrs)
+    k = triton.compile(src, target=GPUTarget("cuda", cc, 32), options={"num_warps": cfg["num_warps"]})
+    md = k.metadata
+    name = f"skip_norm_{form}_{DTYPES[dtype]}_{hidden}"
+    entry = dict(name=name, symbol=md.name, op="SkipNorm", form=form, dtype=dtype, hidden=hidden, arch=f"sm_{cc}",
+                 **cfg, shared=md.shared, params=list(PARAMS), global_scratch_size=md.global_scratch_size,
+                 profile_scratch_size=md.profile_scratch_size)
+    return k, entry
+
+
+def ptxas_resources(ptx: str, cc: int) -> dict:
+    """Registers, spills and stack of the PTX's entry, as ptxas reports them for the target."""
+    import triton
+
+    arch = f"sm_{cc}a" if cc in (90, 100) else f"sm_{cc}"
+    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / ("ptxas-blackwell" if cc >= 100 else "ptxas")
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        src.write_text(ptx)
+        out = subprocess.run([str(ptxas), f"-arch={arch}", "-v", str(src), "-o", os.devnull], capture_output=True,
+                             text=True, check=True).stderr
+    num = lambda pat: int(m.group(1)) if (m := re.search(pat, out)) else 0  # noqa: E731
+    return dict(registers=num(r"Used (\d+) registers"), spill_stores=num(r"(\d+) bytes spill stores"),
+                spill_loads=num(r"(\d+) bytes spill loads"), stack=num(r"(\d+) bytes stack frame"))
+
+
+def build(out: Path, archs=ARCHS, forms=tuple(FORMS), dtypes=tuple(DTYPES), hiddens=HIDDENS) -> list[dict]:
+    mod = kernels()
+    manifest = []
+    for cc in archs:
+        (out / f"sm_{cc}").mkdir(parents=True, exist_ok=True)
+        for form in forms:
+            for dtype in dtypes:
+                for hidden in hiddens:
+                    k, entry = compile_one(mod, form, dtype, hidden, cc)
+                    entry.update(ptxas_resources(k.asm["ptx"], cc))
+                    entry["cubin"] = f"sm_{cc}/{entry['name']}.cubin"
+                    (out / entry["cubin"]).write_bytes(k.asm["cubin"])
+                    manifest.append(entry)
+    tmp = out / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+    tmp.replace(out / "manifest.json")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=Path("build/triton-aot"))
+    p.add_argument("--archs", type=int, nargs="+", default=list(ARCHS))
+    p.add_argument("--forms", nargs="+", default=list(FORMS), choices=list(FORMS))
+    p.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
+    p.add_argument("--hiddens", type=int, nargs="+", default=list(HIDDENS))
+    a = p.parse_args(argv)
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        print("triton_aot: Triton is not installed (pip install triton)", file=sys.stderr)
+        return 2
+    manifest = build(a.out, a.archs, a.forms, a.dtypes, a.hiddens)
+    spills = [m["name"] + " " + m["arch"] for m in manifest if m["spill_stores"]]
+    print(f"triton_aot: {len(manifest)} cubins in {a.out}; registers {min(m['registers'] for m in manifest)}-"
+          f"{max(m['registers'] for m in manifest)}; spills in {len(spills)}{': ' + ', '.join(spills[:8]) if spills else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""The Triton SkipNorm kernels (plugin_src/ops/skip_norm/skip_norm_triton.py) and their ahead-of-time
+build (plugin_src/triton_aot.py), on a CPU: the kernels run in Triton's interpreter against the op's
+numpy reference (every form, FP32 and FP16, both kernel shapes, rows and sizes that are not powers of
+two, values far from 0), and compile to cubins for sm_90 with ptxas's resources recorded, no spills.
+Tolerances: tests/gpu/test_kernels.py's (scale-relative: |out - ref| <= atol * max(max|ref|, 1) +
+rtol * |ref|). On a GPU: benchmarks/experiments/triton_aot_check.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton", reason="needs Triton (pip install triton)")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "plugin_src"))
+import triton_aot  # noqa: E402
+
+INTERPRETED = r"""
+import json, sys
+import numpy as np, torch
+sys.path.insert(0, "plugin_src")
+import triton_aot
+from trtplugins.ops.skip_norm import reference
+TOL = {"float32": (1e-5, 0.0), "float16": (2e-3, 2e-3)}
+mod, worst = triton_aot.kernels(), {}
+rng = np.random.default_rng(7)
+for form, sw in triton_aot.FORMS.items():
+    for dtype in TOL:
+        for hidden, rows, cfg in ((96, 5, dict(kernel="rows", RBLOCK=128, XBLOCK=2, num_warps=4)),
+                                  (100, 3, dict(kernel="rows", RBLOCK=128, XBLOCK=4, num_warps=4)),
+                                  (100, 3, dict(kernel="looped", RBLOCK=32, XBLOCK=1, num_warps=4))):
+            t = getattr(torch, dtype)
+            x = torch.from_numpy(rng.standard_normal((rows, hidden)) * 3 + 40).to(t)  # far from 0
+            skip = torch.from_numpy(rng.standard_normal((rows, hidden))).to(t)
+            g, b = (torch.from_numpy(rng.standard_normal(hidden).astype(np.float32)) for _ in range(2))
+            y, s = torch.empty_like(x), torch.empty_like(x)
+            fn = mod.rows_kernel if cfg["kernel"] == "rows" else mod.looped_kernel
+            fn[(-(-rows // cfg["XBLOCK"]),)](x, skip, g, g, b, y, s, rows, 1e-5, HIDDEN=hidden, RBLOCK=cfg["RBLOCK"],
+                                             XBLOCK=cfg["XBLOCK"], **sw)
+            f64 = lambda a: a.double().numpy()
+            want = reference(f64(x), f64(skip) if sw["SKIP"] else None, gamma=g.numpy(),
+                             beta=b.numpy() if sw["BETA"] else None, norm="rms" if sw["RMS"] else "layer",
+                             epsilon=1e-5, output_sum=True)
+            outs = [(y, want[0])] + ([(s, want[1])] if sw["SUM"] else [])
+            atol, rtol = TOL[dtype]
+            for got, ref in outs:
+                scale = max(float(np.abs(ref).max()), 1.0)
+                ratio = float((np.abs(f64(got) - ref) / (atol * scale + rtol * np.abs(ref))).max())
+                key = f"{form} {dtype} {cfg['kernel']} {hidden}"
+                worst[key] = max(worst.get(key, 0.0), ratio)
+print(json.dumps(worst))
+"""
+
+
+def test_kernels_match_the_reference_in_the_interpreter():
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", INTERPRETED], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    worst = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(worst) == len(triton_aot.FORMS) * 2 * 3
+    bad = {k: v for k, v in worst.items() if not v <= 1.0}
+    assert not bad, f"err/bound > 1: {bad}"
+
+
+def test_every_form_compiles_for_sm90_without_spills(tmp_path):
+    manifest = triton_aot.build(tmp_path, archs=(90,), hiddens=(768, 5120, 16384))
+    assert len(manifest) == len(triton_aot.FORMS) * len(triton_aot.DTYPES) * 3
+    assert json.loads((tmp_path / "manifest.json").read_text()) == manifest
+    for m in manifest:
+        cubin = (tmp_path / m["cubin"]).read_bytes()
+        assert cubin[:4] == b"\x7fELF", m["name"]
+        assert m["kernel"] == ("looped" if m["hidden"] > triton_aot.LOOPED_FROM else "rows")
+        assert 16 <= m["registers"] <= 255 and m["spill_stores"] == 0 and m["stack"] == 0, m
+        assert m["shared"] <= 227 * 1024 and m["global_scratch_size"] == 0 and m["profile_scratch_size"] == 0, m
+        assert m["params"] == list(triton_aot.PARAMS)
+
+
+def test_configs_cover_every_hidden_size():
+    for dtype in triton_aot.DTYPES:
+        for hidden in (1, 7, 768, 8192, 8193, 65536):
+            c = triton_aot.config(hidden, dtype)
+            assert c["RBLOCK"] >= (hidden if c["kernel"] == "rows" else 1) and c["RBLOCK"] & (c["RBLOCK"] - 1) == 0
+            assert c["num_warps"] in (4, 8, 16) and c["XBLOCK"] >= 1
