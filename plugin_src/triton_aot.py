@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hiddens", type=int, nargs="+", default=list(HIDDENS))
     a = p.parse_args(argv)
     try:
-        import triton  # noqa: F401
+        import triton  # noqa: F401  (only whether it is there)
     except ImportError:
         print("triton_aot: Triton is not installed (pip install triton)", file=sys.stderr)
         return 2

@@ -104,7 +104,6 @@ def main(argv=None) -> int:
         row["copy_us"] = 1e6 * copy_time(nbytes)
         rows_out.append(row)
         print(json.dumps(row), flush=True)
-        del x, r, y, s
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "triton_aot.json").write_text(json.dumps(rows_out, indent=1) + "\n")
     lines = ["| form | dtype | hidden | AOT us | ours us | compile us | copy us | AOT % of copy | check |",
