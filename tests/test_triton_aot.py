@@ -88,3 +88,23 @@ def test_configs_cover_every_hidden_size():
             c = triton_aot.config(hidden, dtype)
             assert c["RBLOCK"] >= (hidden if c["kernel"] == "rows" else 1) and c["RBLOCK"] & (c["RBLOCK"] - 1) == 0
             assert c["num_warps"] in (4, 8, 16) and c["XBLOCK"] >= 1
+
+
+def test_the_embedded_table_compiles(tmp_path):
+    """--emit-cpp: the table plugin_src/cubins/cubins.h declares, each cubin a byte array, as the
+    kernel library compiles it (TRTPLUGINS_TRITON_AOT=ON)."""
+    import shutil
+
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not Path(nvcc).exists():
+        pytest.skip("needs nvcc (the CUDA toolkit's headers)")
+    manifest = triton_aot.build(tmp_path, archs=(90,), forms=("rms_norm", "skip_layer_norm"), dtypes=("float16",),
+                                hiddens=(768,))
+    cpp = tmp_path / "cubins_triton.cpp"
+    triton_aot.emit_cpp(manifest, tmp_path, cpp)
+    text = cpp.read_text()
+    assert "const int32_t kCubinCount = 2;" in text and text.count("kCubinSkipNorm, ") == 2
+    assert "{kCubinSkipNorm, 1, 1, 768, 90, " in text and "{kCubinSkipNorm, 2, 1, 768, 90, " in text
+    done = subprocess.run([nvcc, "-std=c++17", f"-I{ROOT / 'plugin_src' / 'cubins'}", "-c", str(cpp), "-o",
+                           str(tmp_path / "cubins_triton.o")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -10,8 +10,8 @@
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
 #            then ncu of the resident kernel channels-last and channels-first at SD batch 2
 #   ahead    the pending ahead-prefetch sweep of the looped SkipNorm kernel (ab.py PENDING)
-#   triton   issue 34's Triton SkipNorm cubins (built there, sm_90) through the driver API: checked against
-#            the eager chain, timed beside ours, the max-autotune compile and a copy
+#   triton   issue 34's Triton SkipNorm kernels, built ahead of time into the kernel library (sm_90) and run
+#            through it: checked against the eager chain, timed beside ours, the max-autotune compile and a copy
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1 OUT=${OUT:-build/queued}
@@ -36,11 +36,11 @@ for _ in range(2): g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, la
 torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  triton) cmake -S plugin_src -B build-k -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
-            -DTRTPLUGINS_TENSORRT_ROOTS= > "$OUT/build.log" && cmake --build build-k -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log"
-          export TRTPLUGINS_KERNELS_LIB=$PWD/build-k/libtrtplugins_kernels.so
-          python3 plugin_src/triton_aot.py --archs 90 --out "$OUT/aot" &&
-          timeout 500 python3 benchmarks/experiments/triton_aot_check.py --aot "$OUT/aot" --out "$OUT" ;;
+  triton) cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
+            -DTRTPLUGINS_TENSORRT_ROOTS= -DTRTPLUGINS_TRITON_AOT=ON > "$OUT/build.log" &&
+            cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
+          TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so timeout 480 \
+            python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" ;;
   ahead) python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/liger*.whl && export PYTHONPATH=/tmp/site
          python3 benchmarks/experiments/ab.py --no-base --sweep-build loop_rows_ahead --env TRTPLUGINS_AHEAD=0,2048,8192 \
            -- --sweep --looped-only --ops layer_norm rms_norm --dtypes fp16 --hiddens 768 2048 4096 16384 --odd 5121 --no-small ;;

@@ -4,6 +4,8 @@
 #include "common.cuh"
 #include "skip_norm.h"
 
+#include "cubins.h"
+
 #include <algorithm>
 #include <type_traits>
 
@@ -106,6 +108,29 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
     return sms * perSm;
 }
 
+CubinSkipNormForm aotForm(Norm norm, bool skip) {
+    return norm == Norm::kLayer ? (skip ? kCubinSkipLayerNorm : kCubinLayerNorm) : (skip ? kCubinSkipRmsNorm : kCubinRmsNorm);
+}
+
+// The AOT cubin for this launch, where its form matches the arguments exactly (see kSkipNormAotVariant).
+const Cubin* aotCubin(DType dt, const SkipNormArgs& a, bool aligned) {
+    const bool skip = a.skip != nullptr;
+    if (!aligned || a.bias || a.rows > INT32_MAX || (skip && a.skipRows && a.skipRows < a.rows)) return nullptr;
+    if ((a.norm == Norm::kLayer) != (a.beta != nullptr) || skip != (a.sum != nullptr)) return nullptr;
+    return findCubin(kCubinSkipNorm, aotForm(a.norm, skip), int32_t(dt), a.hidden);
+}
+
+// Its parameters (triton_aot.py PARAMS): x, skip, bias, gamma, beta, y, s_out, rows, eps.
+cudaError_t launchAot(const Cubin& c, const SkipNormArgs& a, cudaStream_t stream) {
+    const void* ptrs[7] = {a.x, a.skip, a.bias, a.gamma, a.beta, a.y, a.sum};
+    int32_t rows = int32_t(a.rows);
+    float eps = a.epsilon;
+    void* args[9];
+    for (int i = 0; i < 7; ++i) args[i] = &ptrs[i];
+    args[7] = &rows, args[8] = &eps;
+    return launchCubin(c, unsigned(ceilDiv(a.rows, c.xblock)), args, 9, stream);
+}
+
 } // namespace
 
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
@@ -132,6 +157,8 @@ int skipNormCandidates(DType dt, Norm norm, bool skip, int64_t hidden, int32_t* 
     int n = 0;
     for (int32_t v = 0; v <= kAllBits; ++v)
         if (feasible(v, dt, norm, skip, hidden) && n++ < cap && out) out[n - 1] = v;
+    if (findCubin(kCubinSkipNorm, aotForm(norm, skip), int32_t(dt), hidden) && n++ < cap && out)
+        out[n - 1] = kSkipNormAotVariant;
     return n;
 }
 
@@ -155,6 +182,10 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     const bool io = args.gammaIo && es == 2 && vec && args.hidden % vw == 0;
     const bool small = skipNormSmall(args.rows, args.hidden);
     int32_t v = small ? args.smallVariant : args.variant;
+    if (v == kSkipNormAotVariant) {
+        if (const Cubin* c = aotCubin(dt, args, vec)) return launchAot(*c, args, stream);
+        v = -1; // none for this launch: the pick
+    }
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
         v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec, io, small);
     const bool iow = io && isVec(v) && nvIndex(v) != kLong;

@@ -45,6 +45,11 @@ int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioW
 // when configured, not per launch); 0 for variants that run one block per row group.
 int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64_t hidden);
 
+// The variant that runs the kernel built ahead of time in Triton (plugin_src/cubins, triton_aot.py)
+// where the build has one for the shape, the device and the launch's form (LayerNorm with beta,
+// RMSNorm without; with a skip like x, the sum output; no bias; 16-byte aligned); else the pick.
+constexpr int32_t kSkipNormAotVariant = 256;
+
 // Every variant that can run rows of `hidden` (for benchmarks and tests): writes up to `cap` of
 // them to `out`, returns how many there are.
 int skipNormCandidates(DType dt, Norm norm, bool skip, int64_t hidden, int32_t* out, int cap);

@@ -1,0 +1,68 @@
+#include "cubins.h"
+
+#include <mutex>
+
+namespace trtp {
+namespace {
+
+// A loaded kernel per table entry (a cudaLibrary_t is loaded once for every device).
+struct Loaded {
+    std::once_flag once;
+    cudaKernel_t kernel = nullptr;
+    cudaError_t status = cudaSuccess;
+};
+
+Loaded* loadedTable() {
+    static Loaded* table = new Loaded[kCubinCount > 0 ? kCubinCount : 1]; // lives as long as the process
+    return table;
+}
+
+int32_t currentArch() {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) {
+        cudaGetLastError();
+        return 0;
+    }
+    return major * 10 + minor;
+}
+
+} // namespace
+
+const Cubin* findCubin(int32_t op, int32_t form, int32_t dtype, int64_t hidden) noexcept {
+    if (kCubinCount == 0) return nullptr;
+    const int32_t arch = currentArch();
+    for (int32_t i = 0; i < kCubinCount; ++i) {
+        const Cubin& c = kCubins[i];
+        if (c.op == op && c.form == form && c.dtype == dtype && c.hidden == hidden && c.arch == arch) return &c;
+    }
+    return nullptr;
+}
+
+cudaError_t launchCubin(const Cubin& c, unsigned grid, void** args, int nargs, cudaStream_t stream) noexcept {
+    const int32_t i = int32_t(&c - kCubins);
+    if (i < 0 || i >= kCubinCount || nargs < 0 || nargs > 30) return cudaErrorInvalidValue;
+    Loaded& l = loadedTable()[i];
+    try {
+        std::call_once(l.once, [&] {
+            cudaLibrary_t lib = nullptr;
+            l.status = cudaLibraryLoadData(&lib, c.image, nullptr, nullptr, 0, nullptr, nullptr, 0);
+            if (l.status == cudaSuccess) l.status = cudaLibraryGetKernel(&l.kernel, lib, c.symbol);
+            if (l.status == cudaSuccess && c.shared > 48 * 1024)
+                l.status = cudaFuncSetAttribute(reinterpret_cast<const void*>(l.kernel),
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize, c.shared);
+            if (l.status != cudaSuccess) cudaGetLastError();
+        });
+    } catch (...) {
+        return cudaErrorUnknown;
+    }
+    if (l.status != cudaSuccess) return l.status;
+    void* scratch[2] = {nullptr, nullptr};
+    void* all[32];
+    for (int k = 0; k < nargs; ++k) all[k] = args[k];
+    all[nargs] = &scratch[0], all[nargs + 1] = &scratch[1];
+    return cudaLaunchKernel(reinterpret_cast<const void*>(l.kernel), dim3(grid), dim3(unsigned(32 * c.warps)), all,
+                            size_t(c.shared), stream);
+}
+
+} // namespace trtp

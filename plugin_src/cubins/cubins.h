@@ -1,0 +1,40 @@
+// Kernels compiled ahead of time outside nvcc (Triton: plugin_src/triton_aot.py), embedded in the
+// kernel library as cubins and launched through the CUDA runtime's library API (no Triton, no JIT at
+// run time). The table is generated (cubins_<build>.cpp); a build without the generator has none.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace trtp {
+
+struct Cubin {
+    int32_t op;        // CubinOp
+    int32_t form;      // the op's form (SkipNorm: CubinSkipNormForm)
+    int32_t dtype;     // DType of the I/O
+    int64_t hidden;    // the size it was compiled for
+    int32_t arch;      // SM version, e.g. 90
+    int32_t xblock;    // rows per program: grid = ceil(rows / xblock)
+    int32_t warps;     // block = 32 * warps threads
+    int32_t shared;    // dynamic shared memory, bytes
+    const char* symbol;
+    const unsigned char* image;
+    size_t size;
+};
+
+enum CubinOp : int32_t { kCubinSkipNorm = 0 };
+// triton_aot.py FORMS, in its order
+enum CubinSkipNormForm : int32_t { kCubinLayerNorm = 0, kCubinRmsNorm = 1, kCubinSkipLayerNorm = 2, kCubinSkipRmsNorm = 3 };
+
+extern const Cubin kCubins[];
+extern const int32_t kCubinCount;
+
+// The cubin for (op, form, dtype, hidden) built for the current device's architecture; nullptr if none.
+const Cubin* findCubin(int32_t op, int32_t form, int32_t dtype, int64_t hidden) noexcept;
+
+// Launches c with its parameters `args` (pointers to each value, in order; the two scratch pointers
+// Triton appends are added here) over `grid` programs. Never throws.
+cudaError_t launchCubin(const Cubin& c, unsigned grid, void** args, int nargs, cudaStream_t stream) noexcept;
+
+} // namespace trtp
