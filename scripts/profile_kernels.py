@@ -58,6 +58,8 @@ PACKS = (1, 2, 3, 4, 6, 8)  # 16-byte packs per thread by variant index (skip_no
 def describe(v: int) -> str:
     """A SkipNorm kernel variant (skip_norm.cu encode()) in words: path, packs per thread, prefetch,
     weights loaded before the reductions."""
+    if v > 255:  # past the bit-encoded variants: the named ones (kernels.enums()["skip_norm_variant"])
+        return "Triton AOT"
     if v & 15 == 15:
         return "long" + ("" if v & 64 else " scalar")
     if 6 <= v & 15 <= 8:  # the looped path (kLoop)

@@ -81,7 +81,8 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 @functools.lru_cache(maxsize=None)
 def enums() -> dict[str, dict[str, int]]:
-    """The enums the entry points take that no op field names: "dtype", "group_norm_skip"."""
+    """The enums the entry points take that no op field names: "dtype", "group_norm_skip",
+    "skip_norm_variant" (the named SkipNorm variants: "aot", the Triton kernels built ahead of time)."""
     return json.loads(load().trtp_enums())
 
 

@@ -28,9 +28,6 @@ from bench_timing import compiled, copy_time, graph_time, mismatch  # noqa: E402
 
 from trtplugins.ops import skip_norm  # noqa: E402
 
-AOT = 256  # kSkipNormAotVariant (plugin_src/ops/skip_norm/skip_norm.h)
-
-
 def chain_of(form: str):
     rms, skip = "rms" in form, form.startswith("skip")
 
@@ -48,14 +45,14 @@ def main(argv=None) -> int:
     p.add_argument("--hiddens", type=int, nargs="+", default=list(triton_aot.HIDDENS))
     p.add_argument("--no-compile", dest="compile", action="store_false")
     a = p.parse_args(argv)
-    rows_out = []
+    aot, rows_out = skip_norm.aot_variant(), []
     for form, sw in triton_aot.FORMS.items():
         for dtype in triton_aot.DTYPES:
             for hidden in a.hiddens:
                 dt, rms, sk = getattr(torch, dtype), bool(sw["RMS"]), bool(sw["SKIP"])
                 norm = "rms" if rms else "layer"
                 row = dict(form=form, dtype=dtype, hidden=hidden)
-                if AOT not in skip_norm.candidates(dtype, norm, sk, hidden):
+                if aot not in skip_norm.candidates(dtype, norm, sk, hidden):
                     rows_out.append({**row, "mismatch": "no cubin for this device in the library"})
                     continue
                 rows = max(1, a.mib * 2**20 // (hidden * dt.itemsize))
@@ -65,9 +62,9 @@ def main(argv=None) -> int:
                 run = lambda v: skip_norm.kernel(x, r if sk else None, variant=v, **args)  # noqa: E731
                 chain = chain_of(form)
                 cargs = (x, r, g.to(dt) if rms else g, b)
-                row.update(rows=rows, mismatch=mismatch(run(AOT), chain(*cargs)))
+                row.update(rows=rows, mismatch=mismatch(run(aot), chain(*cargs)))
                 nbytes = x.numel() * dt.itemsize * (4 if sk else 2)
-                row["aot_us"] = 1e6 * graph_time(lambda: run(AOT), nbytes / 3e12)
+                row["aot_us"] = 1e6 * graph_time(lambda: run(aot), nbytes / 3e12)
                 row["ours_us"] = 1e6 * graph_time(lambda: run(-1), nbytes / 3e12)
                 if a.compile:
                     cfn = compiled(chain, cargs)

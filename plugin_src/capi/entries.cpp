@@ -5,6 +5,7 @@
 
 #include "../common/fields.h"
 #include "../ops/group_norm/group_norm.h"
+#include "../ops/skip_norm/skip_norm.h"
 #include "kernels.h"
 #include "run.h"
 
@@ -77,7 +78,9 @@ TRTP_API const char* trtp_enums() {
     static constexpr std::pair<const char*, trtp::FieldType> kFieldTypes[] = {
         {"FLOAT16", trtp::FieldType::kFloat16}, {"FLOAT32", trtp::FieldType::kFloat32}, {"INT32", trtp::FieldType::kInt32},
         {"CHAR", trtp::FieldType::kChar}, {"BF16", trtp::FieldType::kBFloat16}};
+    static constexpr std::pair<const char*, int32_t> kSkipNormVariants[] = {{"aot", trtp::kSkipNormAotVariant}};
     static const std::string s = "{" + enumJson("dtype", kDTypes) + ", " + enumJson("field_type", kFieldTypes) + ", " +
-                                 enumJson("group_norm_skip", kSkips) + "}";
+                                 enumJson("group_norm_skip", kSkips) + ", " +
+                                 enumJson("skip_norm_variant", kSkipNormVariants) + "}";
     return s.c_str();
 }

@@ -231,6 +231,11 @@ def variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False,
                                          io_weights, -1 if rows is None else rows)
 
 
+def aot_variant() -> int:
+    """The variant that runs the Triton kernel built ahead of time (where the library has one)."""
+    return kernels.enums()["skip_norm_variant"]["aot"]
+
+
 def small_elems() -> int:
     """Launches of at most this many elements run the small-launch variant."""
     return kernels.load().trtp_skip_norm_small_elems()
