@@ -74,3 +74,15 @@ def test_every_row_length_picks_a_built_kernel(dtype, norm, skip):
             for rows in (1, None):
                 v = skip_norm.variant(dtype, norm, skip, hidden, io, rows)
                 assert v in built, (hidden, io, rows, v)
+
+
+def test_the_aot_variant_is_named_by_the_library_and_never_picked():
+    """kSkipNormAotVariant (the Triton kernels built ahead of time): past the bit-encoded variants, read
+    from the library; not a pick (no measured table chooses it yet), and a candidate only where the
+    build has a cubin for this device: none here (no GPU, and the default build embeds none)."""
+    aot = skip_norm.aot_variant()
+    assert aot == 256
+    for dtype in ("float32", "float16", "bfloat16"):
+        for hidden in (768, 4096, 16384):
+            assert skip_norm.variant(dtype, "layer", False, hidden, dtype != "float32") != aot
+            assert aot not in skip_norm.candidates(dtype, "rms", True, hidden)
