@@ -12,12 +12,16 @@ using gn::succeeded;
 
 constexpr int32_t kMaxCtas = int32_t(kTwoLaunchCtas); // the workspace holds partials of this many CTAs
 
-// Calls f(residentKernel<T, VEC, L>) for every instantiation.
+// Calls f(residentKernel<T, VEC, L, STREAM>) for every instantiation.
+template <class T, bool STREAM, class F> void forEachStreamKernel(F& f) {
+    f(residentKernel<T, 1, GroupNormLayout::kChannelsFirst, STREAM>);
+    f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst, STREAM>);
+    f(residentKernel<T, 1, GroupNormLayout::kChannelsLast, STREAM>);
+    f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast, STREAM>);
+}
 template <class T, class F> void forEachLayoutKernel(F& f) {
-    f(residentKernel<T, 1, GroupNormLayout::kChannelsFirst>);
-    f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst>);
-    f(residentKernel<T, 1, GroupNormLayout::kChannelsLast>);
-    f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast>);
+    forEachStreamKernel<T, true>(f);
+    forEachStreamKernel<T, false>(f);
 }
 template <class F> void forEachKernelOf(F&& f) {
     forEachLayoutKernel<float>(f);
@@ -130,6 +134,14 @@ GroupNormResidentDevice queryDevice(int dev) {
 template <class T, int VEC, GroupNormLayout L>
 cudaError_t launchWith(const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
     const auto kernel = residentKernel<T, VEC, L>;
+    if (p.fused && p.resident >= p.per) { // every unit staged: the kernel without the global walks
+        cudaLaunchAttribute attr = {};
+        attr.id = cudaLaunchAttributeCooperative;
+        attr.val.cooperative = 1;
+        Gn<T> b = a;
+        b.stats = b.norm = true;
+        return launchKernelWith(residentKernel<T, VEC, L, false>, unsigned(p.grid), kThreads, smem, &attr, 1, stream, b);
+    }
     if (p.fused) {
         cudaLaunchAttribute attr = {};
         attr.id = cudaLaunchAttributeCooperative;
@@ -189,11 +201,21 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
             using T = decltype(tag);
             constexpr int kVec = IoSize<T>::kVec;
             const bool cl = g.cl, wide = g.vec > 1;
-            const auto kernel = cl ? (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsLast>
-                                           : residentKernel<T, 1, GroupNormLayout::kChannelsLast>)
-                                   : (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsFirst>
-                                           : residentKernel<T, 1, GroupNormLayout::kChannelsFirst>);
-            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem);
+            int b[2] = {0, 0};
+            for (int staged = 0; staged < 2; ++staged) { // both kernels a fused plan may run (launchWith)
+                const auto kernel = staged ? (cl ? (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsLast, false>
+                                                         : residentKernel<T, 1, GroupNormLayout::kChannelsLast, false>)
+                                                 : (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsFirst, false>
+                                                         : residentKernel<T, 1, GroupNormLayout::kChannelsFirst, false>))
+                                           : (cl ? (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsLast>
+                                                         : residentKernel<T, 1, GroupNormLayout::kChannelsLast>)
+                                                 : (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsFirst>
+                                                         : residentKernel<T, 1, GroupNormLayout::kChannelsFirst>));
+                const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b[staged], kernel, kThreads, smem);
+                if (e != cudaSuccess) return e;
+            }
+            blocks = b[0] < b[1] ? b[0] : b[1];
+            return cudaSuccess;
         });
         if (succeeded(e) && blocks >= 1) return p;
         return groupNormResidentPlan(dt, s, aligned);

@@ -227,19 +227,22 @@ __device__ __forceinline__ void cfWalk(const Gn<T>& a, const T* xs, const T* ks,
 }
 
 // Calls f on the streamed part of a piece (global, read as S) and on its staged part (shared memory).
-template <Src S, class T, int VEC, class F>
+// STREAM false: every unit is staged (the plan's resident == per), so no global walk is compiled in.
+template <Src S, bool STREAM, class T, int VEC, class F>
 __device__ __forceinline__ void cfEach(const Gn<T>& a, const Cta<T>& t, const Piece& p, bool sharedFirst, F&& f) {
     const Piece global{p.s, p.e0, p.e1 < t.rs ? p.e1 : t.rs}, shared{p.s, p.e0 > t.rs ? p.e0 : t.rs, p.e1};
-    if (!sharedFirst && global.e0 < global.e1) cfWalk<S, 4, T, VEC>(a, a.x, a.skip, 0, global, f);
+    if constexpr (STREAM)
+        if (!sharedFirst && global.e0 < global.e1) cfWalk<S, 4, T, VEC>(a, a.x, a.skip, 0, global, f);
     if (shared.e0 < shared.e1) cfWalk<Src::kShared, 2, T, VEC>(a, t.sx, t.sk, t.rs, shared, f);
-    if (sharedFirst && global.e0 < global.e1) cfWalk<S, 4, T, VEC>(a, a.x, a.skip, 0, global, f);
+    if constexpr (STREAM)
+        if (sharedFirst && global.e0 < global.e1) cfWalk<S, 4, T, VEC>(a, a.x, a.skip, 0, global, f);
 }
 
-template <class T, int VEC> __device__ void cfStats(const Gn<T>& a, const Cta<T>& t) {
+template <bool STREAM, class T, int VEC> __device__ void cfStats(const Gn<T>& a, const Cta<T>& t) {
     for (int32_t p = 0; p < t.pieces; ++p) {
         const float k = t.shift[p];
         float s1 = 0.f, s2 = 0.f;
-        cfEach<Src::kKeep, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, false,
+        cfEach<Src::kKeep, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, false,
                                    [&](const float (&v)[VEC], int32_t, int64_t) {
 #pragma unroll
                                        for (int e = 0; e < VEC; ++e) {
@@ -253,10 +256,10 @@ template <class T, int VEC> __device__ void cfStats(const Gn<T>& a, const Cta<T>
     }
 }
 
-template <class T, int VEC> __device__ void cfNorm(const Gn<T>& a, const Cta<T>& t) {
+template <bool STREAM, class T, int VEC> __device__ void cfNorm(const Gn<T>& a, const Cta<T>& t) {
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         const float mean = t.mean[p], rstd = t.rstd[p];
-        cfEach<Src::kLast, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
+        cfEach<Src::kLast, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
                                    [&](const float (&v)[VEC], int32_t c, int64_t o) {
                                        const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
                                        if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
@@ -321,13 +324,15 @@ __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const
     }
 }
 
-template <Src S, class T, int VEC, class F>
+template <Src S, bool STREAM, class T, int VEC, class F>
 __device__ __forceinline__ void clEach(const Gn<T>& a, const Cta<T>& t, const Lane<VEC>& l, int64_t p0, int64_t p1,
                                        const float (&add)[VEC], bool sharedFirst, F&& f) {
     const int64_t g1 = p1 < t.rs ? p1 : t.rs, s0 = p0 > t.rs ? p0 : t.rs;
-    if (!sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, add, f);
+    if constexpr (STREAM)
+        if (!sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, add, f);
     if (s0 < p1) clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, s0, p1, add, f);
-    if (sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, add, f);
+    if constexpr (STREAM)
+        if (sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, add, f);
 }
 
 template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a, const Lane<VEC>& l, int64_t n, float (&add)[VEC]) {
@@ -350,7 +355,7 @@ template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, c
     }
 }
 
-template <class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>& t) {
+template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>& t) {
     const Lane<VEC> l(a);
     float* g1 = t.mean; // the group sums, before mean / rstd hold anything
     float* g2 = t.rstd;
@@ -363,7 +368,7 @@ template <class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>
             k[e] = l.ok(e) ? t.shift[p * a.groups + (l.c + e) / a.cpg] : 0.f;
             s1[e] = s2[e] = 0.f;
         }
-        clEach<Src::kKeep, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), add, false, [&](const float (&v)[VEC], int64_t) {
+        clEach<Src::kKeep, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), add, false, [&](const float (&v)[VEC], int64_t) {
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
                 const float d = l.ok(e) ? v[e] - k[e] : 0.f;
@@ -385,7 +390,7 @@ template <class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>
     }
 }
 
-template <class T, int VEC> __device__ void clNorm(const Gn<T>& a, const Cta<T>& t) {
+template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, const Cta<T>& t) {
     const Lane<VEC> l(a);
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         float add[VEC], m[VEC], sc[VEC], sh[VEC];
@@ -397,7 +402,7 @@ template <class T, int VEC> __device__ void clNorm(const Gn<T>& a, const Cta<T>&
             sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
             sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
         }
-        clEach<Src::kLast, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), add, true, [&](const float (&v)[VEC], int64_t o) {
+        clEach<Src::kLast, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), add, true, [&](const float (&v)[VEC], int64_t o) {
             float w[VEC], s[VEC];
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
@@ -419,7 +424,8 @@ __host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int
     return (cl ? rows * cstride : 0) + 3 * pieces * width;
 }
 
-template <class T, int VEC, GroupNormLayout L>
+// STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch).
+template <class T, int VEC, GroupNormLayout L, bool STREAM = true>
 __global__ void __launch_bounds__(kThreads, 1) residentKernel(Gn<T> a) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red2[2][32];
@@ -448,14 +454,14 @@ __global__ void __launch_bounds__(kThreads, 1) residentKernel(Gn<T> a) {
         }
         loadShifts<kCl>(a, t);
         if (staged) waitStaged();
-        if constexpr (kCl) clStats<T, VEC>(a, t);
-        else cfStats<T, VEC>(a, t);
+        if constexpr (kCl) clStats<STREAM, T, VEC>(a, t);
+        else cfStats<STREAM, T, VEC>(a, t);
     }
     if (a.stats && a.norm) cooperative_groups::this_grid().sync(); // every partial written
     if (a.norm) {
         gatherStats<kCl>(a, t, a.stats);
-        if constexpr (kCl) clNorm<T, VEC>(a, t);
-        else cfNorm<T, VEC>(a, t);
+        if constexpr (kCl) clNorm<STREAM, T, VEC>(a, t);
+        else cfNorm<STREAM, T, VEC>(a, t);
     }
 }
 
