@@ -196,8 +196,9 @@ class Run:
                  f"torch {self.env['torch']} (CUDA {self.env['cuda']}), transformers {self.env['transformers']}, "
                  f"diffusers {self.env['diffusers']}, triton {self.env['triton']}. ms per forward: median of "
                  f"{self.args.iters} after {self.args.warmup} warm-up (CUDA events). Norm share: GPU time in norm "
-                 "modules (eager) or norm-named kernels (compile), torch.profiler. compile: default mode.", "",
-                 "| model | dtype | shape | mode | ms | vs eager | vs compile | norm share | SiLU share | max rel err vs eager |",
+                 "modules (eager) or norm-named kernels (compile), torch.profiler. compile: default mode. graph: the "
+                 "eager forward captured in a CUDA graph. vs unfused: a +fuse mode against the same mode without.", "",
+                 "| model | dtype | shape | mode | ms | vs eager | vs unfused | norm share | SiLU share | max rel err vs eager |",
                  "|---|---|---|---|---|---|---|---|---|---|"]
         base = {}
         for r in self.rows:
@@ -215,12 +216,33 @@ class Run:
             pct = lambda k: f"{100 * share[k]:.1f}%" if k in share else ""  # noqa: E731
             err = f"{r['rel_err']:.2g}" if "rel_err" in r else ""
             lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | {r['ms']:.3f} | {vs('eager')} | "
-                         f"{vs('compile') if r['mode'].startswith('compile') else ''} | {pct('norm')} | {pct('silu')} | {err} |")
+                         f"{vs(r['mode'].removesuffix('+fuse')) if r['mode'].endswith('+fuse') else ''} | {pct('norm')} | "
+                         f"{pct('silu')} | {err} |")
         return "\n".join(lines) + "\n"
 
 
+def graphed(model, inputs):
+    """model(*inputs) captured in a CUDA graph (after warm-up on a side stream): the host's cost per
+    forward gone, what is left is the GPU's. Replays read the same input tensors."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            model(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = model(*inputs)
+
+    def replay(*_):
+        graph.replay()
+        return out
+    return replay
+
+
 def measure(run: Run, case: dict, mode: str, model) -> None:
-    """One mode on every shape of a case; the eager outputs are the reference of the others."""
+    """One mode on every shape of a case; the eager outputs are the reference of the others. Modes:
+    eager, compile, graph (eager code in a CUDA graph), each with "+fuse"."""
     a = run.args
     compiled = mode.startswith("compile")
     torch._dynamo.reset()
@@ -236,14 +258,15 @@ def measure(run: Run, case: dict, mode: str, model) -> None:
         try:
             with torch.inference_mode():
                 t = time.time()
-                out = fn(*inputs)[0]
+                run_fn = graphed(model, inputs) if mode.startswith("graph") else fn
+                out = run_fn(*inputs)[0]
                 row["first_call_s"] = round(time.time() - t, 1)
                 if mode == "eager":
                     case["want"][label] = out.clone()
                 else:
                     row["rel_err"] = _rel_err(out, case["want"][label])
-                row["ms"] = time_ms(fn, inputs, a.warmup, a.iters)
-                if a.profile:
+                row["ms"] = time_ms(run_fn, inputs, a.warmup, a.iters)
+                if a.profile and not mode.startswith("graph"):  # a graph's kernels: as eager's
                     row["profile"] = norm_share(fn, inputs, model, compiled)
             if mode.endswith("fuse"):
                 row["fused"], row["silu_folded"] = case["report"].counts(), case["report"].silu_folded()
@@ -263,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--no-profile", dest="profile", action="store_false")
+    p.add_argument("--no-graphs", dest="graphs", action="store_false", help="no CUDA-graph modes (graph, graph+fuse)")
     p.add_argument("--budget-s", type=float, default=200.0, help="skip what is left after this many seconds")
     p.add_argument("--quick", action="store_true", help="smoke run: batch 1 / 1x256 only, 1 LLaMA layer")
     p.add_argument("--tiny", action="store_true", help="small configs (smoke test of the script itself)")
@@ -272,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         a.layers, a.iters, a.warmup = 1, 3, 1
     global DEVICE
     DEVICE = a.device
+    a.graphs = a.graphs and DEVICE == "cuda"
     run = Run(a)
     torch.backends.cuda.matmul.allow_tf32 = True
     gen = torch.Generator(device=DEVICE).manual_seed(0)
@@ -295,10 +320,14 @@ def main(argv: list[str] | None = None) -> int:
             case = {"name": name if name == "unet" else f"llama-{a.layers}L", "dtype": dname, "shapes": shapes,
                     "want": {}}
             measure(run, case, "eager", model)
+            if a.graphs:
+                measure(run, case, "graph", model)
             unfused = copy.deepcopy(model) if dname in compiled else None
             case["report"] = tt.fuse(model)
             print(case["report"], flush=True)
             measure(run, case, "eager+fuse", model)
+            if a.graphs:
+                measure(run, case, "graph+fuse", model)
             if unfused is not None:
                 later.append((case, unfused, model))
             else:
