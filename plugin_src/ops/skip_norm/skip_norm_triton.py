@@ -15,10 +15,11 @@ import triton.language as tl
 
 
 @triton.jit
-def _s(x, skip, bias, off, c, m, cm, SKIP: tl.constexpr, BIAS: tl.constexpr):
-    v = tl.load(x + off, mask=m, other=0.0).to(tl.float32)
+def _s(x, skip, bias, off, c, m, cm, SKIP: tl.constexpr, BIAS: tl.constexpr, POLICY: tl.constexpr):
+    """s at x + off (pointers already at the program's first row, offsets 32-bit)."""
+    v = tl.load(x + off, mask=m, other=0.0, eviction_policy=POLICY).to(tl.float32)
     if SKIP:
-        v += tl.load(skip + off, mask=m, other=0.0).to(tl.float32)
+        v += tl.load(skip + off, mask=m, other=0.0, eviction_policy=POLICY).to(tl.float32)
     if BIAS:
         v += tl.load(bias + c, mask=cm, other=0.0)
     return v
@@ -28,12 +29,17 @@ def _s(x, skip, bias, off, c, m, cm, SKIP: tl.constexpr, BIAS: tl.constexpr):
 def rows_kernel(x, skip, bias, gamma, beta, y, s_out, rows, eps, HIDDEN: tl.constexpr, RBLOCK: tl.constexpr,
                 XBLOCK: tl.constexpr, RMS: tl.constexpr, SKIP: tl.constexpr, BIAS: tl.constexpr,
                 BETA: tl.constexpr, SUM: tl.constexpr):
-    r = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+    first = tl.program_id(0).to(tl.int64) * XBLOCK  # 64-bit only in the program's base
+    x += first * HIDDEN
+    skip += first * HIDDEN
+    y += first * HIDDEN
+    s_out += first * HIDDEN
+    r = tl.arange(0, XBLOCK)[:, None]
     c = tl.arange(0, RBLOCK)[None, :]
     cm = c < HIDDEN
-    m = (r < rows) & cm
+    m = (first + r < rows) & cm
     off = r * HIDDEN + c
-    v = _s(x, skip, bias, off, c, m, cm, SKIP, BIAS)
+    v = _s(x, skip, bias, off, c, m, cm, SKIP, BIAS, "evict_first")
     if SUM:
         tl.store(s_out + off, v.to(s_out.dtype.element_ty), mask=m)
     if RMS:
@@ -51,19 +57,22 @@ def rows_kernel(x, skip, bias, gamma, beta, y, s_out, rows, eps, HIDDEN: tl.cons
 def looped_kernel(x, skip, bias, gamma, beta, y, s_out, rows, eps, HIDDEN: tl.constexpr, RBLOCK: tl.constexpr,
                   XBLOCK: tl.constexpr, RMS: tl.constexpr, SKIP: tl.constexpr, BIAS: tl.constexpr,
                   BETA: tl.constexpr, SUM: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
-    base = row * HIDDEN
+    base = tl.program_id(0).to(tl.int64) * HIDDEN
+    x += base
+    skip += base
+    y += base
+    s_out += base
     c0 = tl.arange(0, RBLOCK)
-    first = _s(x, skip, bias, base + c0, c0, c0 < 1, c0 < 1, SKIP, BIAS)
+    first = _s(x, skip, bias, c0, c0, c0 < 1, c0 < 1, SKIP, BIAS, "evict_last")
     k = 0.0 if RMS else tl.sum(first, 0)  # the row's first value (the only one loaded)
     a1 = tl.zeros([RBLOCK], tl.float32)
     a2 = tl.zeros([RBLOCK], tl.float32)
-    for start in range(0, HIDDEN, RBLOCK):
+    for start in range(0, HIDDEN, RBLOCK):  # read again below: kept in L2
         c = start + c0
         cm = c < HIDDEN
-        v = _s(x, skip, bias, base + c, c, cm, cm, SKIP, BIAS)
+        v = _s(x, skip, bias, c, c, cm, cm, SKIP, BIAS, "evict_last")
         if SUM:
-            tl.store(s_out + base + c, v.to(s_out.dtype.element_ty), mask=cm)
+            tl.store(s_out + c, v.to(s_out.dtype.element_ty), mask=cm)
         d = tl.where(cm, v - k, 0.0)
         a1 += d
         a2 += d * d
@@ -75,11 +84,11 @@ def looped_kernel(x, skip, bias, gamma, beta, y, s_out, rows, eps, HIDDEN: tl.co
         mean = k + dm
         var = tl.maximum(tl.sum(a2, 0) / HIDDEN - dm * dm, 0.0)
     rstd = tl.rsqrt(var + eps)
-    for start in range(0, HIDDEN, RBLOCK):
+    for start in range(0, HIDDEN, RBLOCK):  # the last read
         c = start + c0
         cm = c < HIDDEN
-        v = _s(x, skip, bias, base + c, c, cm, cm, SKIP, BIAS)
+        v = _s(x, skip, bias, c, c, cm, cm, SKIP, BIAS, "evict_first")
         out = (v - mean) * rstd * tl.load(gamma + c, mask=cm, other=0.0)
         if BETA:
             out += tl.load(beta + c, mask=cm, other=0.0)
-        tl.store(y + base + c, out.to(y.dtype.element_ty), mask=cm)
+        tl.store(y + c, out.to(y.dtype.element_ty), mask=cm)
