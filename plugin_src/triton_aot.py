@@ -7,8 +7,9 @@ OUT/manifest.json (what each cubin is, its launch geometry and parameters, in or
 
 Launch ABI (Triton 3.6): the kernel's parameters are the non-constexpr arguments in order, then two
 pointers (global and profile scratch; null when the manifest's sizes are 0); grid (ceil(rows / XBLOCK)),
-block (32 * num_warps), dynamic shared memory `shared` bytes. Configurations: `config()` below until a
-measured table replaces it (the GPU check, benchmarks/experiments/triton_aot_check.py)."""
+block (32 * num_warps), dynamic shared memory `shared` bytes. Configurations: `config()` below: the measured
+table (ops/skip_norm/triton_configs.json, from benchmarks/experiments/triton_aot_check.py --autotune on a
+GPU) where it has the shape, else a rule."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 HIDDENS = (768, 1024, 2048, 3072, 4096, 5120, 8192, 12288, 16384)
 ARCHS = (80, 90, 100, 120)
 PARAMS = ("x", "skip", "bias", "gamma", "beta", "y", "s_out", "rows", "eps")
-LOOPED_FROM = 8192  # hidden sizes past this: the looped kernel
+LOOPED_FROM = 8192  # hidden sizes past this: the looped kernel (where no measured configuration says)
+CONFIGS = HERE / "ops" / "skip_norm" / "triton_configs.json"  # measured on the GPU, where committed
 
 
 def kernels():
@@ -46,9 +48,27 @@ def kernels():
     return mod
 
 
-def config(hidden: int, dtype: str) -> dict:
-    """Launch geometry for a hidden size, Inductor's kind: rows whole in registers, several rows per
-    program while a program holds at most 4096 values (8192 for 16-bit), else one row looped."""
+def key(form: str, dtype: str, hidden: int) -> str:
+    return f"{form}/{dtype}/{hidden}"
+
+
+def candidates(hidden: int, dtype: str) -> list[dict]:
+    """Every launch geometry worth timing for a hidden size (the autotune, triton_aot_check.py)."""
+    rblock = 1 << (hidden - 1).bit_length()
+    out = []
+    if rblock <= 16384:
+        out += [dict(kernel="rows", RBLOCK=rblock, XBLOCK=xb, num_warps=w) for xb in (1, 2, 4, 8) for w in (4, 8, 16)
+                if rblock * xb <= 16384 and rblock * xb >= 32 * w]
+    return out + [dict(kernel="looped", RBLOCK=rb, XBLOCK=1, num_warps=w) for rb in (1024, 2048, 4096) for w in (4, 8, 16)
+                  if rb < rblock]
+
+
+def config(hidden: int, dtype: str, form: str | None = None, table: dict | None = None) -> dict:
+    """Launch geometry for a hidden size: the measured table's (form, dtype, hidden) entry where it has
+    one, else Inductor's kind: rows whole in registers, several rows per program while a program holds
+    at most 4096 values (8192 for 16-bit), else one row looped."""
+    if table and form and key(form, dtype, hidden) in table:
+        return dict(table[key(form, dtype, hidden)])
     rblock = 1 << (hidden - 1).bit_length()
     if hidden > LOOPED_FROM:
         return dict(kernel="looped", RBLOCK=2048, XBLOCK=1, num_warps=8)
@@ -69,7 +89,7 @@ def compile_one(mod, form: str, dtype: str, hidden: int, cc: int, cfg: dict | No
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    cfg = cfg or config(hidden, dtype)
+    cfg = cfg or config(hidden, dtype, form)
     fn = mod.rows_kernel if cfg["kernel"] == "rows" else mod.looped_kernel
     consts = dict(HIDDEN=hidden, RBLOCK=cfg["RBLOCK"], XBLOCK=cfg["XBLOCK"], **FORMS[form])
     # the pointers 16-byte aligned (as TensorRT's buffers and torch's allocations are): 16-byte accesses
@@ -100,7 +120,9 @@ def ptxas_resources(ptx: str, cc: int) -> dict:
                 spill_loads=num(r"(\d+) bytes spill loads"), stack=num(r"(\d+) bytes stack frame"))
 
 
-def build(out: Path, archs=ARCHS, forms=tuple(FORMS), dtypes=tuple(DTYPES), hiddens=HIDDENS) -> list[dict]:
+def build(out: Path, archs=ARCHS, forms=tuple(FORMS), dtypes=tuple(DTYPES), hiddens=HIDDENS,
+          table: dict | None = None) -> list[dict]:
+    """table: measured configurations by key(form, dtype, hidden) (triton_aot_check.py --autotune)."""
     mod = kernels()
     manifest = []
     for cc in archs:
@@ -108,7 +130,7 @@ def build(out: Path, archs=ARCHS, forms=tuple(FORMS), dtypes=tuple(DTYPES), hidd
         for form in forms:
             for dtype in dtypes:
                 for hidden in hiddens:
-                    k, entry = compile_one(mod, form, dtype, hidden, cc)
+                    k, entry = compile_one(mod, form, dtype, hidden, cc, config(hidden, dtype, form, table))
                     entry.update(ptxas_resources(k.asm["ptx"], cc))
                     entry["cubin"] = f"sm_{cc}/{entry['name']}.cubin"
                     (out / entry["cubin"]).write_bytes(k.asm["cubin"])
@@ -149,13 +171,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=list(DTYPES))
     p.add_argument("--hiddens", type=int, nargs="+", default=list(HIDDENS))
     p.add_argument("--emit-cpp", type=Path, help="also write the table of plugin_src/cubins/cubins.h here")
+    p.add_argument("--configs", type=Path, default=CONFIGS if CONFIGS.exists() else None,
+                   help="measured configurations (JSON, triton_aot_check.py --autotune; default: %(default)s)")
     a = p.parse_args(argv)
     try:
         import triton  # noqa: F401  (only whether it is there)
     except ImportError:
         print("triton_aot: Triton is not installed (pip install triton)", file=sys.stderr)
         return 2
-    manifest = build(a.out, a.archs, a.forms, a.dtypes, a.hiddens)
+    table = json.loads(a.configs.read_text()) if a.configs else None
+    manifest = build(a.out, a.archs, a.forms, a.dtypes, a.hiddens, table)
     if a.emit_cpp:
         emit_cpp(manifest, a.out, a.emit_cpp)
     spills = [m["name"] + " " + m["arch"] for m in manifest if m["spill_stores"]]

@@ -108,3 +108,21 @@ def test_the_embedded_table_compiles(tmp_path):
     done = subprocess.run([nvcc, "-std=c++17", f"-I{ROOT / 'plugin_src' / 'cubins'}", "-c", str(cpp), "-o",
                            str(tmp_path / "cubins_triton.o")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_measured_table_overrides_the_rule_and_candidates_compile(tmp_path):
+    """triton_aot_check.py --autotune writes {key: config}; the build takes it where it has the shape.
+    Every candidate the autotune may pick compiles (sm_90, FP16 LayerNorm at 768 and 16384)."""
+    cfg = dict(kernel="looped", RBLOCK=1024, XBLOCK=1, num_warps=4)
+    table = {triton_aot.key("rms_norm", "float16", 768): cfg}
+    assert triton_aot.config(768, "float16", "rms_norm", table) == cfg
+    assert triton_aot.config(768, "float16", "layer_norm", table) == triton_aot.config(768, "float16")
+    (m,) = triton_aot.build(tmp_path, archs=(90,), forms=("rms_norm",), dtypes=("float16",), hiddens=(768,), table=table)
+    assert (m["kernel"], m["RBLOCK"], m["num_warps"]) == ("looped", 1024, 4)
+    mod = triton_aot.kernels()
+    for hidden in (768, 16384):
+        cands = triton_aot.candidates(hidden, "float16")
+        assert cands and all(c["kernel"] in ("rows", "looped") for c in cands)
+        for c in cands[::3]:
+            _, entry = triton_aot.compile_one(mod, "layer_norm", "float16", hidden, 90, c)
+            assert entry["XBLOCK"] == c["XBLOCK"]

@@ -36,7 +36,10 @@ for _ in range(2): g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, la
 torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  triton) cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
+  triton) timeout 240 python3 benchmarks/experiments/triton_aot_check.py --autotune plugin_src/ops/skip_norm/triton_configs.json \
+            --dtypes float16 --mib 32 --hiddens 768 4096 16384 > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log"
+          cp plugin_src/ops/skip_norm/triton_configs.json "$OUT/" 2>/dev/null
+          cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
             -DTRTPLUGINS_TENSORRT_ROOTS= -DTRTPLUGINS_TRITON_AOT=ON > "$OUT/build.log" &&
             cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
           TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so timeout 480 \

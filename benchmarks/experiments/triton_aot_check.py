@@ -4,8 +4,13 @@ launch (SkipNorm variant kSkipNormAotVariant: no Triton at run time), checked ag
 and timed beside our CUDA kernels (the plugin's pick), the max-autotune compile and a copy (CUDA-graph
 medians, scripts/bench_timing.py). Writes OUT/triton_aot.json and .md.
 
+    python benchmarks/experiments/triton_aot_check.py --autotune plugin_src/ops/skip_norm/triton_configs.json
+    cmake -S plugin_src -B build-aot -DTRTPLUGINS_TRITON_AOT=ON -DTRTPLUGINS_BUILD_KERNELS=ON ... && cmake --build build-aot
     TRTPLUGINS_KERNELS_LIB=build-aot/libtrtplugins_kernels.so \
         python benchmarks/experiments/triton_aot_check.py --out build/triton-aot
+
+(--autotune: the fastest configuration per shape among triton_aot.candidates(), as Triton JIT kernels of
+the same source; triton_aot.py builds from that table.)
 """
 
 from __future__ import annotations
@@ -38,16 +43,62 @@ def chain_of(form: str):
     return chain
 
 
+def autotune(a) -> dict:
+    """The fastest of triton_aot.candidates() per (form, dtype, hidden), run as Triton JIT kernels of the
+    same source (each checked against the eager chain first): the table triton_aot.py builds from."""
+    import triton
+
+    mod, table = triton_aot.kernels(), {}
+    for form in a.forms:
+        sw = triton_aot.FORMS[form]
+        for dtype in a.dtypes:
+            for hidden in a.hiddens:
+                dt = getattr(torch, dtype)
+                rows = max(1, a.mib * 2**20 // (hidden * dt.itemsize))
+                x, r = (torch.randn(rows, hidden, device="cuda", dtype=dt) for _ in range(2))
+                g, b = torch.randn(hidden, device="cuda"), torch.randn(hidden, device="cuda")
+                y, s = torch.empty_like(x), torch.empty_like(x)
+                chain = chain_of(form)
+                want = chain(x, r, g.to(dt) if sw["RMS"] else g, b)
+                nbytes = x.numel() * dt.itemsize * (4 if sw["SKIP"] else 2)
+                best = None
+                for cfg in triton_aot.candidates(hidden, dtype):
+                    fn = mod.rows_kernel if cfg["kernel"] == "rows" else mod.looped_kernel
+                    run = lambda: fn[(triton.cdiv(rows, cfg["XBLOCK"]),)](  # noqa: E731
+                        x, r, g, g, b, y, s, rows, 1e-5, HIDDEN=hidden, RBLOCK=cfg["RBLOCK"], XBLOCK=cfg["XBLOCK"],
+                        num_warps=cfg["num_warps"], **sw)
+                    run()
+                    if mismatch((y, s) if sw["SKIP"] else y, want):
+                        continue
+                    t = graph_time(run, nbytes / 3e12)
+                    if best is None or t < best[0]:
+                        best = (t, cfg)
+                if best:
+                    table[triton_aot.key(form, dtype, hidden)] = {**best[1], "us": round(best[0] * 1e6, 2)}
+                    print(triton_aot.key(form, dtype, hidden), table[triton_aot.key(form, dtype, hidden)], flush=True)
+    return table
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=Path("build/triton-aot"))
     p.add_argument("--mib", type=int, default=96, help="tensor size per point")
     p.add_argument("--hiddens", type=int, nargs="+", default=list(triton_aot.HIDDENS))
+    p.add_argument("--forms", nargs="+", default=list(triton_aot.FORMS), choices=list(triton_aot.FORMS))
+    p.add_argument("--dtypes", nargs="+", default=list(triton_aot.DTYPES), choices=list(triton_aot.DTYPES))
     p.add_argument("--no-compile", dest="compile", action="store_false")
+    p.add_argument("--autotune", type=Path, metavar="JSON",
+                   help="only time every candidate configuration as Triton JIT kernels; write the fastest here")
     a = p.parse_args(argv)
+    if a.autotune:
+        table = autotune(a)
+        a.autotune.parent.mkdir(parents=True, exist_ok=True)
+        a.autotune.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+        return 0
     aot, rows_out = skip_norm.aot_variant(), []
-    for form, sw in triton_aot.FORMS.items():
-        for dtype in triton_aot.DTYPES:
+    for form in a.forms:
+        sw = triton_aot.FORMS[form]
+        for dtype in a.dtypes:
             for hidden in a.hiddens:
                 dt, rms, sk = getattr(torch, dtype), bool(sw["RMS"]), bool(sw["SKIP"])
                 norm = "rms" if rms else "layer"
