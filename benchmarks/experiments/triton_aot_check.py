@@ -129,10 +129,10 @@ def main(argv=None) -> int:
              "|---|---|---|---|---|---|---|---|---|"]
     nan = float("nan")
     for r_ in rows_out:
-        aot = r_.get("aot_us", nan)
-        lines.append(f"| {r_['form']} | {r_['dtype']} | {r_['hidden']} | {aot:.1f} | {r_.get('ours_us', nan):.1f} | "
+        t = r_.get("aot_us", nan)
+        lines.append(f"| {r_['form']} | {r_['dtype']} | {r_['hidden']} | {t:.1f} | {r_.get('ours_us', nan):.1f} | "
                      f"{r_.get('compile_us', nan):.1f} | {r_.get('copy_us', nan):.1f} | "
-                     f"{100 * r_.get('copy_us', nan) / aot:.0f} | {r_['mismatch'] or 'ok'} |")
+                     f"{100 * r_.get('copy_us', nan) / t:.0f} | {r_['mismatch'] or 'ok'} |")
     (a.out / "triton_aot.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
