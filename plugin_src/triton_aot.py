@@ -179,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("triton_aot: Triton is not installed (pip install triton)", file=sys.stderr)
         return 2
-    table = json.loads(a.configs.read_text()) if a.configs else None
+    try:
+        table = json.loads(a.configs.read_text()) if a.configs else None
+    except (OSError, ValueError) as e:
+        print(f"triton_aot: cannot read the configurations {a.configs}: {e}", file=sys.stderr)
+        return 2
     manifest = build(a.out, a.archs, a.forms, a.dtypes, a.hiddens, table)
     if a.emit_cpp:
         emit_cpp(manifest, a.out, a.emit_cpp)
