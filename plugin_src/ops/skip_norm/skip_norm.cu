@@ -4,13 +4,12 @@
 #include "common.cuh"
 #include "skip_norm.h"
 
-#include "cubins.h"
-
 #include <algorithm>
 #include <type_traits>
 
 #include "kernels.cuh"
 #include "variants.cuh"
+#include "cubins.h"
 
 namespace trtp {
 namespace {
@@ -98,16 +97,6 @@ cudaError_t withKernel(DType dt, Norm norm, int32_t v, bool skip, bool bias, boo
     });
 }
 
-// Blocks of `kernel` resident on the current GPU at once (0 if the query fails).
-template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
-    int dev = 0, sms = 0, perSm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, int(threads), 0) != cudaSuccess)
-        return 0;
-    return sms * perSm;
-}
-
 CubinSkipNormForm aotForm(Norm norm, bool skip) {
     return norm == Norm::kLayer ? (skip ? kCubinSkipLayerNorm : kCubinLayerNorm) : (skip ? kCubinSkipRmsNorm : kCubinRmsNorm);
 }
@@ -129,6 +118,16 @@ cudaError_t launchAot(const Cubin& c, const SkipNormArgs& a, cudaStream_t stream
     for (int i = 0; i < 7; ++i) args[i] = &ptrs[i];
     args[7] = &rows, args[8] = &eps;
     return launchCubin(c, unsigned(ceilDiv(a.rows, c.xblock)), args, 9, stream);
+}
+
+// Blocks of `kernel` resident on the current GPU at once (0 if the query fails).
+template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
+    int dev = 0, sms = 0, perSm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, int(threads), 0) != cudaSuccess)
+        return 0;
+    return sms * perSm;
 }
 
 } // namespace
