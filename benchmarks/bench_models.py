@@ -85,24 +85,29 @@ def llama_inputs(model, batch, seq, gen):
     return (torch.randint(0, model.config.vocab_size, (batch, seq), device=DEVICE, generator=gen),)
 
 
-def time_ms(fn, args, warmup, iters) -> float:
+def time_ms(fn, args, warmup, iters) -> tuple[float, float]:
+    """(ms per forward, the host's ms to issue it): medians. Host time near the total: the host is the
+    limit (the GPU waits for work); well below it: the GPU is."""
     for _ in range(warmup):
         fn(*args)
     _sync()
-    times = []
+    times, host = [], []
     for _ in range(iters):
         if DEVICE != "cuda":
             t = time.perf_counter()
             fn(*args)
             times.append(1e3 * (time.perf_counter() - t))
+            host.append(times[-1])
             continue
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
+        t = time.perf_counter()
         fn(*args)
+        host.append(1e3 * (time.perf_counter() - t))
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(host)
 
 
 def _norm_modules(model):
@@ -197,9 +202,10 @@ class Run:
                  f"diffusers {self.env['diffusers']}, triton {self.env['triton']}. ms per forward: median of "
                  f"{self.args.iters} after {self.args.warmup} warm-up (CUDA events). Norm share: GPU time in norm "
                  "modules (eager) or norm-named kernels (compile), torch.profiler. compile: default mode. graph: the "
-                 "eager forward captured in a CUDA graph. vs unfused: a +fuse mode against the same mode without.", "",
-                 "| model | dtype | shape | mode | ms | vs eager | vs unfused | norm share | SiLU share | max rel err vs eager |",
-                 "|---|---|---|---|---|---|---|---|---|---|"]
+                 "eager forward captured in a CUDA graph. host ms: the host's time to issue a forward (near ms: the "
+                 "host is the limit). vs unfused: a +fuse mode against the same mode without.", "",
+                 "| model | dtype | shape | mode | ms | host ms | vs eager | vs unfused | norm share | SiLU share | max rel err vs eager |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         base = {}
         for r in self.rows:
             key = (r["model"], r["dtype"], r["shape"])
@@ -208,14 +214,15 @@ class Run:
         for r in self.rows:
             key = (r["model"], r["dtype"], r["shape"])
             if "ms" not in r:
-                lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | - | | | | | {r.get('error', '')[:80]} |")
+                lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | - | | | | | | {r.get('error', '')[:80]} |")
                 continue
             b = base[key]
             vs = lambda m: f"{b[m] / r['ms']:.3f}x" if m in b else ""  # noqa: E731
             share = r.get("profile", {})
             pct = lambda k: f"{100 * share[k]:.1f}%" if k in share else ""  # noqa: E731
             err = f"{r['rel_err']:.2g}" if "rel_err" in r else ""
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | {r['ms']:.3f} | {vs('eager')} | "
+            host = f"{r['host_ms']:.3f}" if "host_ms" in r else ""
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | {r['ms']:.3f} | {host} | {vs('eager')} | "
                          f"{vs(r['mode'].removesuffix('+fuse')) if r['mode'].endswith('+fuse') else ''} | {pct('norm')} | "
                          f"{pct('silu')} | {err} |")
         return "\n".join(lines) + "\n"
@@ -265,7 +272,7 @@ def measure(run: Run, case: dict, mode: str, model) -> None:
                     case["want"][label] = out.clone()
                 else:
                     row["rel_err"] = _rel_err(out, case["want"][label])
-                row["ms"] = time_ms(run_fn, inputs, a.warmup, a.iters)
+                row["ms"], row["host_ms"] = time_ms(run_fn, inputs, a.warmup, a.iters)
                 if a.profile and not mode.startswith("graph"):  # a graph's kernels: as eager's
                     row["profile"] = norm_share(fn, inputs, model, compiled)
             if mode.endswith("fuse"):
