@@ -131,17 +131,17 @@ GroupNormResidentDevice queryDevice(int dev) {
     return d;
 }
 
+// The kernel a plan runs: staged (a fused plan with every unit of each range on chip) without the
+// global-memory walks.
+template <class T, int VEC, GroupNormLayout L> auto kernelFor(bool staged) {
+    return staged ? residentKernel<T, VEC, L, false> : residentKernel<T, VEC, L, true>;
+}
+
+bool staged(const GroupNormResidentPlan& p) { return p.fused && p.resident >= p.per; }
+
 template <class T, int VEC, GroupNormLayout L>
 cudaError_t launchWith(const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
-    const auto kernel = residentKernel<T, VEC, L>;
-    if (p.fused && p.resident >= p.per) { // every unit staged: the kernel without the global walks
-        cudaLaunchAttribute attr = {};
-        attr.id = cudaLaunchAttributeCooperative;
-        attr.val.cooperative = 1;
-        Gn<T> b = a;
-        b.stats = b.norm = true;
-        return launchKernelWith(residentKernel<T, VEC, L, false>, unsigned(p.grid), kThreads, smem, &attr, 1, stream, b);
-    }
+    const auto kernel = kernelFor<T, VEC, L>(staged(p));
     if (p.fused) {
         cudaLaunchAttribute attr = {};
         attr.id = cudaLaunchAttributeCooperative;
@@ -201,21 +201,12 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
             using T = decltype(tag);
             constexpr int kVec = IoSize<T>::kVec;
             const bool cl = g.cl, wide = g.vec > 1;
-            int b[2] = {0, 0};
-            for (int staged = 0; staged < 2; ++staged) { // both kernels a fused plan may run (launchWith)
-                const auto kernel = staged ? (cl ? (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsLast, false>
-                                                         : residentKernel<T, 1, GroupNormLayout::kChannelsLast, false>)
-                                                 : (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsFirst, false>
-                                                         : residentKernel<T, 1, GroupNormLayout::kChannelsFirst, false>))
-                                           : (cl ? (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsLast>
-                                                         : residentKernel<T, 1, GroupNormLayout::kChannelsLast>)
-                                                 : (wide ? residentKernel<T, kVec, GroupNormLayout::kChannelsFirst>
-                                                         : residentKernel<T, 1, GroupNormLayout::kChannelsFirst>));
-                const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b[staged], kernel, kThreads, smem);
-                if (e != cudaSuccess) return e;
-            }
-            blocks = b[0] < b[1] ? b[0] : b[1];
-            return cudaSuccess;
+            const bool st = staged(p); // the kernel launchWith runs for this plan
+            const auto kernel = cl ? (wide ? kernelFor<T, kVec, GroupNormLayout::kChannelsLast>(st)
+                                           : kernelFor<T, 1, GroupNormLayout::kChannelsLast>(st))
+                                   : (wide ? kernelFor<T, kVec, GroupNormLayout::kChannelsFirst>(st)
+                                           : kernelFor<T, 1, GroupNormLayout::kChannelsFirst>(st));
+            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem);
         });
         if (succeeded(e) && blocks >= 1) return p;
         return groupNormResidentPlan(dt, s, aligned);
