@@ -160,9 +160,13 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
     torch.library.register_fake(qualname, fake, lib=lib)
 
 
+def _needs_grad(args: tuple, kwargs: dict) -> bool:
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
+                                           for t in (*args, *kwargs.values()))
+
+
 def _no_grad(qualname: str, args: tuple, kwargs: dict) -> None:
-    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad
-                                       for t in (*args, *kwargs.values())):
+    if _needs_grad(args, kwargs):
         raise RuntimeError(f"{qualname} has no backward (inference only): call it under torch.no_grad() "
                            "or torch.inference_mode()")
 
@@ -180,8 +184,7 @@ def _direct(args: tuple, kwargs: dict) -> bool:
     x = args[0] if args else None
     if type(x) is not torch.Tensor or not x.is_cuda or torch.jit.is_tracing() or torch.compiler.is_compiling():
         return False
-    return not torch.is_grad_enabled() or not any(
-        isinstance(t, torch.Tensor) and t.requires_grad for t in (*args, *kwargs.values()))
+    return not _needs_grad(args, kwargs)
 
 
 def _caller(plugin: str):
