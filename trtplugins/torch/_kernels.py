@@ -110,23 +110,17 @@ def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
     mode = "none" if skip is None else "full" if skip.shape == x.shape else "per_channel"
     dtype = kernels.dtype_name(x)
     size = _group_norm.workspace_size(n, num_groups)
-    plan = _group_norm._plan3(_group_norm._device_plan(x.device.index, dtype, n, num_groups,
-                                                       c // num_groups * spatial, mode))
-    head = (kernels.dtype_id(dtype),)
-    mid = (_group_norm.skip_mode_id(mode),)
-    tail = (size, n, c, spatial, num_groups, float(epsilon),
-            kernels.lookup(_group_norm.ACTIVATION_IDS, activation, "activation"), plan[0], plan[1], int(plan[2]), None)
-    fn, device = kernels.load().trtp_group_norm, x.device
+    plan = _group_norm._device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
 
     def launch(x, skip, gamma, beta, bias):
-        _sizes(c, gamma, beta, bias)
         x, skip = x.contiguous(), None if skip is None else skip.contiguous()
         y = torch.empty_like(x)
         s = torch.empty_like(x) if output_sum else None
-        ws = torch.empty(size, dtype=torch.uint8, device=device)
-        code = fn(*head, x.data_ptr(), None if skip is None else skip.data_ptr(), *mid, _ptr(bias), gamma.data_ptr(),
-                  _ptr(beta), y.data_ptr(), _ptr(s), ws.data_ptr(), *tail, kernels.stream_of(x))
-        kernels.check(code, "group_norm")
+        ws = torch.empty(size, dtype=torch.uint8, device=x.device)
+        _group_norm.raw_kernel(dtype, x.data_ptr(), _ptr(skip), mode, kernels.weight(bias, "bias", c),
+                               kernels.weight(gamma, "gamma", c), kernels.weight(beta, "beta", c), y.data_ptr(),
+                               _ptr(s), ws.data_ptr(), size, n, c, spatial, num_groups, float(epsilon), activation,
+                               kernels.stream_of(x), plan)
         return [y, s] if output_sum else [y]
     return launch
 
@@ -137,32 +131,24 @@ def _skip_norm_launch(x, skip, norm, epsilon, output_sum, io):
         return None
     hidden = x.shape[-1]
     rows = x.numel() // hidden if hidden else 0
-    head = (kernels.dtype_id(kernels.dtype_name(x)),)
-    tail = (rows, hidden, float(epsilon), kernels.lookup(_skip_norm.NORM_IDS, norm, "norm"), 0, -1)
-    fn = kernels.load().trtp_skip_norm
+    dtype = kernels.dtype_name(x)
 
     def launch(x, skip, gamma, beta, bias):
-        _sizes(hidden, gamma, beta, bias)
         x, skip = x.contiguous(), None if skip is None else skip.contiguous()
         gamma_io, beta_io = _io(gamma, beta, x) if io else (None, None)
         g32, b32 = _weight32(gamma, x), _weight32(beta, x)
         y = torch.empty_like(x)
         s = torch.empty_like(x) if output_sum else None
-        code = fn(*head, x.data_ptr(), _ptr(skip), _ptr(_weight32(bias, x)), g32.data_ptr(), _ptr(b32), y.data_ptr(),
-                  _ptr(s), *tail, _ptr(gamma_io), _ptr(beta_io), kernels.stream_of(x))
-        kernels.check(code, "skip_norm")
+        _skip_norm.raw_kernel(dtype, x.data_ptr(), _ptr(skip), kernels.weight(_weight32(bias, x), "bias", hidden),
+                              kernels.weight(g32, "gamma", hidden), kernels.weight(b32, "beta", hidden), y.data_ptr(),
+                              _ptr(s), rows, hidden, float(epsilon), norm, kernels.stream_of(x),
+                              gamma_io=_skip_norm.io_weight(gamma_io, g32, x), beta_io=_skip_norm.io_weight(beta_io, b32, x))
         return [y, s] if output_sum else [y]
     return launch
 
 
-def _ptr(t) -> int | None:
-    return None if t is None else t.data_ptr()
-
-
-def _sizes(width: int, *weights) -> None:
-    for w in weights:
-        if w is not None and w.numel() != width:
-            raise ValueError(f"a weight has {w.numel()} values; expected {width}")
+def _ptr(t) -> int:
+    return 0 if t is None else t.data_ptr()
 
 
 def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
