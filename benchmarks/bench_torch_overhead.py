@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -23,13 +24,10 @@ import torch.nn.functional as F
 
 import trtplugins.torch as tt
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from bench_ops import EPS, rms_chain  # noqa: E402  (HF LLaMA's RMSNorm, as the kernel benchmark times it)
+
 OPS = torch.ops.trtplugins
-
-
-def rms_chain(x, w, eps=1e-6):  # HF LlamaRMSNorm.forward
-    h = x.to(torch.float32)
-    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
-    return w * h.to(x.dtype)
 
 
 def cases(dtype):
@@ -51,8 +49,8 @@ def cases(dtype):
         }
         yield "rms_norm (HF chain)", shape, {
             "torch": lambda x=x, w=w: rms_chain(x, w),
-            "ours": lambda x=x, w=w: tt.skip_norm(x, gamma=w, norm="rms", epsilon=1e-6),
-            "ours via dispatcher": lambda x=x, w=w: OPS.skip_norm(x, gamma=w, norm="rms", epsilon=1e-6),
+            "ours": lambda x=x, w=w: tt.skip_norm(x, gamma=w, norm="rms", epsilon=EPS),
+            "ours via dispatcher": lambda x=x, w=w: OPS.skip_norm(x, gamma=w, norm="rms", epsilon=EPS),
         }
 
 
