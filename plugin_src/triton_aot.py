@@ -39,13 +39,23 @@ LOOPED_FROM = 8192  # hidden sizes past this: the looped kernel (where no measur
 CONFIGS = HERE / "ops" / "skip_norm" / "triton_configs.json"  # measured on the GPU, where committed
 
 
-def kernels():
-    """The SkipNorm Triton module, imported from its file (plugin_src is not a package)."""
-    path = HERE / "ops" / "skip_norm" / "skip_norm_triton.py"
-    spec = importlib.util.spec_from_file_location("skip_norm_triton", path)
+def _module(name: str, path: Path):
+    """A module from its file, alone (plugin_src is not a package; the build's Python may lack
+    trtplugins' dependencies)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def kernels():
+    """The SkipNorm Triton module."""
+    return _module("skip_norm_triton", HERE / "ops" / "skip_norm" / "skip_norm_triton.py")
+
+
+def _write(path: Path, text: str) -> None:
+    """Through trtplugins.paths.write_file (beside, then renamed), which needs only the standard library."""
+    _module("trtplugins_paths", HERE.parent / "trtplugins" / "paths.py").write_file(path, text)
 
 
 def key(form: str, dtype: str, hidden: int) -> str:
@@ -135,9 +145,7 @@ def build(out: Path, archs=ARCHS, forms=tuple(FORMS), dtypes=tuple(DTYPES), hidd
                     entry["cubin"] = f"sm_{cc}/{entry['name']}.cubin"
                     (out / entry["cubin"]).write_bytes(k.asm["cubin"])
                     manifest.append(entry)
-    tmp = out / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n")
-    tmp.replace(out / "manifest.json")
+    _write(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 
@@ -158,9 +166,7 @@ def emit_cpp(manifest: list[dict], out: Path, path: Path) -> None:
         lines.append(f'    {{kCubinSkipNorm, {list(FORMS).index(m["form"])}, {DTYPE_IDS[m["dtype"]]}, {m["hidden"]}, '
                      f'{m["arch"][3:]}, {m["XBLOCK"]}, {m["num_warps"]}, {m["shared"]}, "{m["symbol"]}", k{i}, sizeof(k{i})}},')
     lines += ["};", f"const int32_t kCubinCount = {len(manifest)};", "} // namespace trtp", ""]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines))
-    tmp.replace(path)
+    _write(path, "\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:
