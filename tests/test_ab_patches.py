@@ -22,15 +22,24 @@ def check(tmp_path, *sets, patches: Path | None = None):
 def test_every_pending_patch_applies_to_the_tree(tmp_path):
     r = check(tmp_path, *ab.PENDING)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "ab: every set applies: " + ", ".join(ab.PENDING)
+    assert r.stdout.strip() == ("ab: every set applies: " + ", ".join(ab.PENDING)).strip()
+
+
+def one_line_patch(folder: Path, name: str, line: str) -> None:
+    """A patch set that replaces `line` as the first line of the SkipNorm kernel's source."""
+    rel = "plugin_src/ops/skip_norm/skip_norm.cu"
+    (folder / f"{name}.patch").write_text(f"--- a/{rel}\n+++ b/{rel}\n@@ -1,1 +1,1 @@\n-{line}\n+// changed\n")
 
 
 def test_a_stale_or_missing_patch_is_one_line(tmp_path):
-    stale = tmp_path.parent / f"{tmp_path.name}-patches"
-    stale.mkdir()
-    pending = (EXP / f"{ab.PENDING[0]}.patch").read_text()
-    (stale / "stale.patch").write_text(pending.replace("\n constexpr", "\n constexpr_not_in_the_tree", 1))
-    r = check(tmp_path, "stale", patches=stale)
+    sets = tmp_path.parent / f"{tmp_path.name}-patches"
+    sets.mkdir()
+    first = (EXP.parents[1] / "plugin_src/ops/skip_norm/skip_norm.cu").read_text().splitlines()[0]
+    one_line_patch(sets, "fresh", first)
+    one_line_patch(sets, "stale", first + " not in the tree")
+    r = check(tmp_path, "fresh", patches=sets)
+    assert r.returncode == 0 and r.stdout.strip() == "ab: every set applies: fresh", r.stderr
+    r = check(tmp_path, "stale", patches=sets)
     assert r.returncode == 1
     assert r.stderr.startswith("ab: stale.patch does not apply to the tree: ")
     r = check(tmp_path, "no_such")

@@ -9,11 +9,11 @@
 #   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
 #            then ncu of the resident kernel channels-last and channels-first at SD batch 2
-#   ahead    the pending ahead-prefetch sweep of the looped SkipNorm kernel (ab.py PENDING)
 #   triton   issue 34's Triton SkipNorm kernels, built ahead of time into the kernel library (sm_90) and run
 #            through it: checked against the eager chain, timed beside ours, the max-autotune compile and a copy
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+[ -d /tmp/site ] && export PYTHONPATH=/tmp/site  # the wheels gpu_batch.sh installs
 export PYTHONUNBUFFERED=1 OUT=${OUT:-build/queued}
 mkdir -p "$OUT"
 batch=benchmarks/experiments/gpu_batch.sh
@@ -44,8 +44,5 @@ torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
             cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
           TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so timeout 480 \
             python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" ;;
-  ahead) python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/liger*.whl && export PYTHONPATH=/tmp/site
-         python3 benchmarks/experiments/ab.py --no-base --sweep-build loop_rows_ahead --env TRTPLUGINS_AHEAD=0,2048,8192 \
-           -- --sweep --looped-only --ops layer_norm rms_norm --dtypes fp16 --hiddens 768 2048 4096 16384 --odd 5121 --no-small ;;
   *) sed -n '2,15p' "$0"; exit 2 ;;
 esac

@@ -38,7 +38,7 @@ def chain_of(form: str):
 
     def chain(x, r, g, b):
         s = x + r if skip else x
-        y = rms_chain(s, g) if rms else F.layer_norm(s, s.shape[-1:], g, b)
+        y = rms_chain(s, g) if rms else F.layer_norm(s.float(), s.shape[-1:], g, b).to(s.dtype)
         return (y, s) if skip else y
     return chain
 
