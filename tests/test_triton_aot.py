@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -101,10 +102,13 @@ def test_the_embedded_table_compiles(tmp_path):
     manifest = triton_aot.build(tmp_path, archs=(90,), forms=("rms_norm", "skip_layer_norm"), dtypes=("float16",),
                                 hiddens=(768,))
     cpp = tmp_path / "cubins_triton.cpp"
-    triton_aot.emit_cpp(manifest, tmp_path, cpp)
+    picked = {"sm_90": {triton_aot.key("rms_norm", "float16", 768): {}}, "sm_80": {triton_aot.key("skip_layer_norm", "float16", 768): {}}}
+    triton_aot.emit_cpp(manifest, tmp_path, cpp, picked)
     text = cpp.read_text()
     assert "const int32_t kCubinCount = 2;" in text and text.count("kCubinSkipNorm, ") == 2
-    assert "{kCubinSkipNorm, 1, 1, 768, 90, " in text and "{kCubinSkipNorm, 2, 1, 768, 90, " in text
+    # {op, form, dtype, hidden, arch, xblock, warps, shared, picked, ...}: only the sm_90 pick is picked
+    entries = re.findall(r"\{kCubinSkipNorm, (\d+), 1, 768, 90, \d+, \d+, \d+, (\d), ", text)
+    assert sorted(entries) == [("1", "1"), ("2", "0")]
     done = subprocess.run([nvcc, "-std=c++17", f"-I{ROOT / 'plugin_src' / 'cubins'}", "-c", str(cpp), "-o",
                            str(tmp_path / "cubins_triton.o")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -126,3 +130,13 @@ def test_a_measured_table_overrides_the_rule_and_candidates_compile(tmp_path):
         for c in cands[::3]:
             _, entry = triton_aot.compile_one(mod, "layer_norm", "float16", hidden, 90, c)
             assert entry["XBLOCK"] == c["XBLOCK"]
+
+
+def test_picks_are_the_measured_wins_and_the_committed_table_is_the_committed_run():
+    rows = [dict(form="rms_norm", dtype="float16", hidden=768, aot_us=9.8, ours_us=10.0),    # 2% faster: picked
+            dict(form="rms_norm", dtype="float16", hidden=1024, aot_us=9.95, ours_us=10.0),  # within the margin
+            dict(form="layer_norm", dtype="float32", hidden=768, mismatch="no cubin for this device in the library")]
+    assert triton_aot.picks(rows, 90) == {"sm_90": {"rms_norm/float16/768": {"aot_us": 9.8, "ours_us": 10.0}}}
+    # plugin_src/ops/skip_norm/triton_picks.json is picks() of the run committed beside the benchmarks
+    run = json.loads((ROOT / "benchmarks" / "triton_aot" / "triton_aot.json").read_text())
+    assert json.loads(triton_aot.PICKS.read_text()) == triton_aot.picks(run, 90)

@@ -125,6 +125,9 @@ def main(argv=None) -> int:
                 print(json.dumps(row), flush=True)
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "triton_aot.json").write_text(json.dumps(rows_out, indent=1) + "\n")
+    major, minor = torch.cuda.get_device_capability()
+    picks = triton_aot.picks(rows_out, 10 * major + minor)  # -> plugin_src/ops/skip_norm/triton_picks.json
+    (a.out / "triton_picks.json").write_text(json.dumps(picks, indent=1) + "\n")
     lines = ["| form | dtype | hidden | AOT us | ours us | compile us | copy us | AOT % of copy | check |",
              "|---|---|---|---|---|---|---|---|---|"]
     nan = float("nan")

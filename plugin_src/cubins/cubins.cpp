@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "per_device.h"
+
 namespace trtp {
 namespace {
 
@@ -17,13 +19,11 @@ Loaded* loadedTable() {
     return table;
 }
 
-int32_t currentArch() {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)) {
-        cudaGetLastError();
+int32_t archOf(int dev) {
+    int major = 0, minor = 0;
+    if (!succeeded(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev)) ||
+        !succeeded(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev)))
         return 0;
-    }
     return major * 10 + minor;
 }
 
@@ -31,7 +31,7 @@ int32_t currentArch() {
 
 const Cubin* findCubin(int32_t op, int32_t form, int32_t dtype, int64_t hidden) noexcept {
     if (kCubinCount == 0) return nullptr;
-    const int32_t arch = currentArch();
+    const int32_t arch = perDevice<int32_t>(archOf);
     for (int32_t i = 0; i < kCubinCount; ++i) {
         const Cubin& c = kCubins[i];
         if (c.op == op && c.form == form && c.dtype == dtype && c.hidden == hidden && c.arch == arch) return &c;

@@ -13,7 +13,6 @@ namespace {
 
 using namespace detail;
 using gn::roundUp;
-using gn::succeeded;
 
 // Calls f(std::integral_constant<GroupNormSkip, mode>{}) for a runtime skip mode.
 template <class F> cudaError_t dispatchSkip(GroupNormSkip mode, F&& f) {
@@ -146,7 +145,7 @@ GroupNormDevice queryDevice(int dev) {
 
 } // namespace
 
-GroupNormDevice groupNormDevice() noexcept { return gn::perDevice<GroupNormDevice>(queryDevice); }
+GroupNormDevice groupNormDevice() noexcept { return perDevice<GroupNormDevice>(queryDevice); }
 
 GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip,
                             const GroupNormDevice& dev) {

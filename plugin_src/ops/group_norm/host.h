@@ -1,40 +1,14 @@
-// Host code both GroupNorm designs share: CUDA answers that are not errors, workspace rounding, and
-// what a query says about each device, asked once per device.
+// Host code both GroupNorm designs share: workspace rounding (device queries: per_device.h).
 #pragma once
-#include <cuda_runtime_api.h>
-
 #include <cstddef>
-#include <mutex>
+
+#include "per_device.h"
 
 namespace trtp {
 namespace gn {
 
-// A CUDA call's success; a failure's error is cleared (an answer here, not an error for the caller's
-// next check).
-inline bool succeeded(cudaError_t e) {
-    if (e != cudaSuccess) cudaGetLastError();
-    return e == cudaSuccess;
-}
-
 constexpr size_t kWsAlign = 256;
 inline size_t roundUp(size_t v) { return (v + kWsAlign - 1) / kWsAlign * kWsAlign; }
-
-// query(device) for the current device, asked once per device (the first 64; others every time);
-// {} without a device or on any error.
-template <class T, class F> T perDevice(F&& query) noexcept {
-    constexpr int kDevices = 64;
-    static std::once_flag once[kDevices];
-    static T known[kDevices];
-    try {
-        int dev = -1;
-        if (!succeeded(cudaGetDevice(&dev)) || dev < 0) return {};
-        if (dev >= kDevices) return query(dev);
-        std::call_once(once[dev], [&] { known[dev] = query(dev); });
-        return known[dev];
-    } catch (...) {
-        return {};
-    }
-}
 
 } // namespace gn
 } // namespace trtp

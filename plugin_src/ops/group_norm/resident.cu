@@ -8,7 +8,6 @@ namespace trtp {
 namespace {
 
 using gn::roundUp;
-using gn::succeeded;
 
 constexpr int32_t kMaxCtas = int32_t(kTwoLaunchCtas); // the workspace holds partials of this many CTAs
 
@@ -162,7 +161,7 @@ cudaError_t launchWith(const Gn<T>& a, const GroupNormResidentPlan& p, size_t sm
 } // namespace
 
 GroupNormResidentDevice groupNormResidentDevice() noexcept {
-    return gn::perDevice<GroupNormResidentDevice>(queryDevice);
+    return perDevice<GroupNormResidentDevice>(queryDevice);
 }
 
 bool groupNormChannelsLastOk(DType dt, int64_t channels, int64_t channelStride) {

@@ -134,6 +134,9 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
 
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
     if (hidden < 1) return -1;
+    // the AOT kernel where it measured faster (large launches, FP32 weights as it was measured with)
+    const Cubin* aot = small || ioWeights ? nullptr : findCubin(kCubinSkipNorm, aotForm(norm, skip), int32_t(dt), hidden);
+    if (aot && aot->picked) return kSkipNormAotVariant;
     return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true, ioWeights, small);
 }
 

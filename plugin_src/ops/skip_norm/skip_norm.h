@@ -36,9 +36,9 @@ constexpr int64_t kSkipNormSmallElems = int64_t(1) << 20;
 constexpr bool skipNormSmall(int64_t rows, int64_t hidden) { return rows <= kSkipNormSmallElems / hidden; }
 
 // Kernel variant for a dtype, norm, skip input or not, hidden size, whether launches give 16-bit
-// weight copies (gammaIo) and whether it is for small launches (skipNormSmall): a pure
-// function (no CUDA call, no allocation), so a plugin chooses both when it is configured and enqueue
-// only launches.
+// weight copies (gammaIo) and whether it is for small launches (skipNormSmall): a table's answer
+// (no allocation; the device's architecture asked once, for the AOT kernels' measured picks), so a
+// plugin chooses both when it is configured and enqueue only launches.
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool small = false);
 
 // Blocks of the variant's kernel that fit on the current GPU at once (an occupancy query: call it
@@ -48,6 +48,7 @@ int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64
 // The variant that runs the kernel built ahead of time in Triton (plugin_src/cubins, triton_aot.py)
 // where the build has one for the shape, the device and the launch's form (LayerNorm with beta,
 // RMSNorm without; with a skip like x, the sum output; no bias; 16-byte aligned); else the pick.
+// skipNormVariant picks it where ops/skip_norm/triton_picks.json says it measured faster.
 constexpr int32_t kSkipNormAotVariant = 256;
 
 // Every variant that can run rows of `hidden` (for benchmarks and tests): writes up to `cap` of
