@@ -9,6 +9,8 @@
 #   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
 #            then ncu of the resident kernel channels-last and channels-first at SD batch 2
+#   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and SkipNorm
+#            GPU tests through it, then the check with the launch's own choice as "ours" (picked where it won)
 #   triton   issue 34's Triton SkipNorm kernels, built ahead of time into the kernel library (sm_90) and run
 #            through it: checked against the eager chain, timed beside ours, the max-autotune compile and a copy
 set -uo pipefail
@@ -44,5 +46,13 @@ torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
             cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
           TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so timeout 480 \
             python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" ;;
+  picks) cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
+           -DTRTPLUGINS_TENSORRT_ROOTS= -DTRTPLUGINS_TRITON_AOT=ON > "$OUT/build.log" &&
+           cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
+         export TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so
+         timeout 120 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "(group_norm or skip_norm) and not plugin and not torch" \
+           > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
+         timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
+           --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log" ;;
   *) sed -n '2,15p' "$0"; exit 2 ;;
 esac

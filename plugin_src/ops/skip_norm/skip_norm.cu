@@ -109,6 +109,13 @@ const Cubin* aotCubin(DType dt, const SkipNormArgs& a, bool aligned) {
     return findCubin(kCubinSkipNorm, aotForm(a.norm, skip), int32_t(dt), a.hidden);
 }
 
+// Where the AOT kernel measured faster than the hand-written ones (triton_picks.json; measured on large
+// launches with FP32 weights: the plugin picks it there only).
+bool aotPicked(DType dt, Norm norm, bool skip, int64_t hidden) {
+    const Cubin* c = findCubin(kCubinSkipNorm, aotForm(norm, skip), int32_t(dt), hidden);
+    return c && c->picked;
+}
+
 // Its parameters (triton_aot.py PARAMS): x, skip, bias, gamma, beta, y, s_out, rows, eps.
 cudaError_t launchAot(const Cubin& c, const SkipNormArgs& a, cudaStream_t stream) {
     const void* ptrs[7] = {a.x, a.skip, a.bias, a.gamma, a.beta, a.y, a.sum};
@@ -134,9 +141,7 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
 
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
     if (hidden < 1) return -1;
-    // the AOT kernel where it measured faster (large launches, FP32 weights as it was measured with)
-    const Cubin* aot = small || ioWeights ? nullptr : findCubin(kCubinSkipNorm, aotForm(norm, skip), int32_t(dt), hidden);
-    if (aot && aot->picked) return kSkipNormAotVariant;
+    if (!small && !ioWeights && aotPicked(dt, norm, skip, hidden)) return kSkipNormAotVariant;
     return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true, ioWeights, small);
 }
 
@@ -184,6 +189,7 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     const bool io = args.gammaIo && es == 2 && vec && args.hidden % vw == 0;
     const bool small = skipNormSmall(args.rows, args.hidden);
     int32_t v = small ? args.smallVariant : args.variant;
+    if (v < 0 && !small && !args.gammaIo && aotPicked(dt, args.norm, skip, args.hidden)) v = kSkipNormAotVariant;
     if (v == kSkipNormAotVariant) {
         if (const Cubin* c = aotCubin(dt, args, vec)) return launchAot(*c, args, stream);
         v = -1; // none for this launch: the pick
