@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """GroupNorm (+ SiLU) against its peers, side by side in one process on one GPU: our kernels as the
-plugin runs them (channels-first: the split design; channels-last: the resident design), the
-channels-last one forced to its two launches, and the resident design forced channels-first, eager F.group_norm on channels-first and channels-last tensors,
+plugin runs them (channels-first: the split design, or the resident one where the plugin picks it;
+channels-last: the resident design), the channels-last one forced to its two launches, each design
+forced channels-first, eager F.group_norm on channels-first and channels-last tensors,
 torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
 norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
 harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
@@ -40,7 +41,7 @@ SDXL = [(320, 128), (640, 64), (1280, 32)]
 VAE = [(512, 64), (512, 128), (512, 256), (256, 256), (256, 512), (128, 512), (128, 1024)]
 QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8), (8, 320, 64, 64),
          (2, 320, 128, 128), (1, 512, 128, 128), (1, 256, 256, 256), (1, 128, 512, 512)]
-PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
+PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
 
 
 def shapes(quick: bool):
@@ -89,12 +90,12 @@ def point(shape, dt, silu, lig, oss, compile_it):
     two = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout="channels_last", configured=False)
     fns = {"ours_cl": lambda: ours(xcl, ycl), "ours_cf": lambda: ours(x, y),
            "cl_two_launches": lambda: ours(xcl, ycl, resident=two),
-           "resident_cf": lambda: ours(x, y, resident=True),
+           "resident_cf": lambda: ours(x, y, resident=True), "split_cf": lambda: ours(x, y, resident=False),
            "eager_cf": lambda: eager(x), "eager_cl": lambda: eager(xcl)}
     rec = {"op": "group_norm_silu" if silu else "group_norm", "shape": list(shape),
            "mb": x.numel() * x.element_size() / 1e6}
     want = eager(x)
-    for key in ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf"):
+    for key in ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf"):
         bad = mismatch(fns[key]().contiguous(), want)
         if bad:
             rec[f"{key}_wrong"] = bad
@@ -134,13 +135,14 @@ def ratio(r, peer, ours):
 
 
 def table(rows):
-    head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / cl two launches / resident cf | eager cf / cl | "
+    head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / cl two launches / resident cf / split cf | eager cf / cl | "
             "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) |")
     lines = [head, "|" + "---|" * 14]
     for r in rows:
         us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
         cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}", us("ours_cf"), us("ours_cl"),
-                 f"{pct(r, 'ours_cf')} / {pct(r, 'ours_cl')} / {pct(r, 'cl_two_launches')} / {pct(r, 'resident_cf')}",
+                 f"{pct(r, 'ours_cf')} / {pct(r, 'ours_cl')} / {pct(r, 'cl_two_launches')} / {pct(r, 'resident_cf')} / "
+                 f"{pct(r, 'split_cf')}",
                  f"{pct(r, 'eager_cf')} / {pct(r, 'eager_cl')}",
                  pct(r, "compile_cf"), pct(r, "liger"), pct(r, "trtoss_cl"), ratio(r, "compile_cf", "ours_cf"),
                  ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl")]

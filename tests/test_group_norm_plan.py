@@ -99,3 +99,53 @@ def test_a_gpu_with_small_clusters():
     assert group_norm.plan(8, 32, 81920, "float32", device=small) == (4, 20480, True)
     big = group_size((8, 320, 128, 128))
     assert group_norm.plan(8, 32, big, "float32", "full", device=small) == two_launches(8, 32, big)
+
+
+# The resident design's plans on a described H100/H200 (132 SMs, 227 KB opt-in less the static 1 KB)
+RESIDENT_H200 = dict(sms=132, smem_per_block=232448 - 1024)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("shape", [(2, 320, 64, 64), (8, 320, 64, 64), (2, 1280, 16, 16), (2, 1280, 8, 8),
+                                   (2, 2560, 8, 8), (8, 640, 32, 32), (8, 960, 32, 32), (1, 320, 64, 64),
+                                   (1, 128, 1024, 1024), (3, 96, 7, 7)])
+@pytest.mark.parametrize("described", [True, False])
+def test_channels_last_ranges_stay_inside_a_sample(dtype, shape, described):
+    """Channels-last, no CTA's range of pixels meets two samples where rounding the pixels per CTA up
+    to a divisor of a sample's pixels costs at most half as much again (fused on the described GPU,
+    and the two launches)."""
+    n, c, spatial = shape[0], shape[1], math.prod(shape[2:])
+    dev = RESIDENT_H200 if described else None
+    grid, per, resident, fused = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last",
+                                                          configured=False, device=dev)
+    if not group_norm.channels_last_ok(dtype, c):  # FP32 2560 channels: 640 packs a pixel, past 512 threads
+        assert (grid, per) == (0, 0)
+        return
+    assert grid == math.ceil(n * spatial / per) and 0 <= resident <= per and fused == described
+    assert grid <= (132 if described else 528)
+    if n > 1 and per < spatial:
+        assert spatial % per == 0, (shape, per)  # every range inside one sample
+    # channels-first is left as it was: ranges of elements across groups
+    cf = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_first", configured=False, device=dev)
+    assert cf[0] == math.ceil(n * c * spatial / cf[1])
+
+
+def test_the_plan_is_a_pure_function_of_the_described_gpu():
+    a = group_norm.resident_plan(2, 320, 4096, 32, "float16", "none", "channels_last", configured=False,
+                                 device=RESIDENT_H200)
+    assert a == (128, 64, 64, True)  # 64 of a sample's 4096 pixels per CTA, all of them on chip
+    small = group_norm.resident_plan(2, 320, 4096, 32, "float16", "none", "channels_last", configured=False,
+                                     device=dict(sms=84, smem_per_block=101376 - 1024))
+    assert small[3] and small[0] <= 84 and 4096 % small[1] == 0
+
+
+def test_channels_first_takes_the_resident_design_where_it_measured_faster():
+    """H100 run 3: fused resident beat split for GroupNorm without activation on 1-2 samples of >= 5 MB;
+    the split design everywhere else (with SiLU, 8 samples, a skip, smaller tensors)."""
+    rf = group_norm.resident_first
+    assert rf(2, 320, 4096, 32, "float16") and rf(1, 640, 4096, 32, "bfloat16") and rf(1, 128, 1 << 20, 32, "float16")
+    assert rf(1, 320, 4096, 32, "float32")  # 5.2 MB in FP32
+    assert not rf(1, 320, 4096, 32, "float16")  # 2.6 MB
+    assert not rf(2, 320, 4096, 32, "float16", activation="silu")
+    assert not rf(8, 320, 4096, 32, "float16") and not rf(2, 320, 4096, 32, "float16", "full")
+    assert not rf(2, 320, 4096, 7, "float16") and not rf(0, 320, 4096, 32, "float16")  # no such shape

@@ -140,10 +140,18 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
 
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
-                                            long long* plan) {
+                                            long long sms, long long smem_per_block, long long* plan) {
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
+    trtp::GroupNormResidentDevice dev; // described (sms 0: two launches)
+    dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
     putPlan(configured ? trtp::groupNormResidentConfigure(trtp::DType(dtype), s, true)
-                       : trtp::groupNormResidentPlan(trtp::DType(dtype), s, true), plan);
+                       : trtp::groupNormResidentPlan(trtp::DType(dtype), s, true, dev), plan);
+}
+
+TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,
+                                           int skip_mode, int act) {
+    const auto s = residentShape(int(trtp::GroupNormLayout::kChannelsFirst), 0, n, channels, spatial, groups, skip_mode);
+    return trtp::groupNormResidentFirst(trtp::DType(dtype), s, trtp::GroupNormAct(act)) ? 1 : 0;
 }
 
 TRTP_API int trtp_group_norm_channels_last_ok(int dtype, long long channels, long long channel_stride) {

@@ -64,11 +64,17 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
                                       long long spatial, long long groups, float epsilon, int act, const long long* plan,
                                       long long* ran, void* stream);
 
-// The resident plan (grid, per, resident, fused) into plan[4]: on the current GPU (configured 1), or the
-// two launches (0, the same everywhere).
+// The resident plan (grid, per, resident, fused) into plan[4]: on the current GPU (configured 1), or on
+// a GPU of `sms` multiprocessors with `smem_per_block` bytes of opt-in shared memory (0: sms 0 is the two
+// launches, the same everywhere).
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
-                                            long long* plan);
+                                            long long sms, long long smem_per_block, long long* plan);
+
+// Whether the plugin runs a channels-first shape with the resident design rather than the split one
+// (groupNormResidentFirst; the plugin also needs its plan on the GPU to be fused): 1 or 0.
+TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,
+                                           int skip_mode, int act);
 
 // Whether a channels-last shape has a kernel (groupNormChannelsLastOk): 1 or 0.
 TRTP_API int trtp_group_norm_channels_last_ok(int dtype, long long channels, long long channel_stride);

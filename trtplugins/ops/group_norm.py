@@ -433,13 +433,26 @@ def empty_like(x):
 
 
 def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
-                  layout="channels_first", stride: int = 0, configured: bool = True) -> tuple[int, int, int, bool]:
-    """(grid, per, resident, fused): the resident design's plan on the current GPU (configured), or its
-    two launches (the same everywhere)."""
+                  layout="channels_first", stride: int = 0, configured: bool = True,
+                  device: dict | None = None) -> tuple[int, int, int, bool]:
+    """(grid, per, resident, fused): the resident design's plan on the current GPU (configured), on a
+    described one (device: sms, smem_per_block; a pure function, no GPU needed), or its two launches
+    (configured False, no device: the same everywhere)."""
     out = (ctypes.c_longlong * 4)()
+    dev = device or {}
     kernels.load().trtp_group_norm_resident_plan(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,
-                                                 groups, skip_mode_id(skip_mode), int(configured), out)
+                                                 groups, skip_mode_id(skip_mode), int(configured and device is None),
+                                                 dev.get("sms", 0), dev.get("smem_per_block", 0), out)
     return out[0], out[1], out[2], bool(out[3])
+
+
+def resident_first(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
+                   activation="none") -> bool:
+    """Whether the plugin runs this channels-first shape with the resident design rather than the split
+    one, where its plan on the GPU is fused (groupNormResidentFirst: where that measured faster)."""
+    return bool(kernels.load().trtp_group_norm_resident_first(
+        kernels.dtype_id(dtype), n, channels, spatial, groups, skip_mode_id(skip_mode),
+        kernels.lookup(ACTIVATION_IDS, activation, "activation")))
 
 
 def channels_last_ok(dtype, channels: int, stride: int = 0) -> bool:
@@ -449,16 +462,17 @@ def channels_last_ok(dtype, channels: int, stride: int = 0) -> bool:
 
 def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activation: str = "none",
            epsilon: float = EPSILON, output_sum: bool = False, out=None, sum_out=None, workspace=None,
-           plan: tuple | None = None, resident: tuple | bool = False, layout: str | None = None,
+           plan: tuple | None = None, resident: tuple | bool | None = None, layout: str | None = None,
            return_plan: bool = False):
     """s = x (+ bias[c]) (+ skip); y = act(GroupNorm(s) * gamma + beta) over x = N, C, spatial...
     Returns y, or (y, s) with output_sum; with return_plan, (that, the plan that ran). x contiguous
     (channels-first) or stored channels-last (channel_stride(x): skip, out, sum_out laid out alike;
     a per-channel skip [N, C, 1, ...] with the same channel stride). skip: like x or [N, C, 1, ...].
     workspace: a CUDA uint8 tensor of at least workspace_size(N, num_groups) bytes (allocated when
-    None). The design: channels-first the split one, plan (chunks, chunk_len[, cluster]) to force it
-    (None: the plugin's, looked up once per shape); channels-last, or resident True / a plan
-    (grid, per, resident, fused) channels-first, the resident one (True: the plugin's). layout: None
+    None). The design: the plugin's (resident None; channels-first, the split one but where
+    resident_first() says; looked up once per shape); channels-first, plan (chunks, chunk_len[,
+    cluster]) or resident False forces the split one; channels-last, or resident True / a plan (grid,
+    per, resident, fused) channels-first, the resident one (True: the plugin's plan). layout: None
     reads it from x's strides (contiguous: channels-first); "channels_last" for a tensor that is both
     (all spatial dims 1)."""
     import torch
@@ -497,6 +511,10 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
             y.data_ptr(), 0 if s is None else s.data_ptr(), workspace.data_ptr(), workspace.numel(), n, c, spatial,
             num_groups, float(epsilon), activation, kernels.stream_of(x))
     with kernels.on_device(x):
+        if resident is None:
+            first = cs is None and plan is None and _resident_first(x.device.index, dtype, n, c, spatial, num_groups,
+                                                                    mode, activation)
+            resident = first or False
         if cs is not None or resident is not False:
             forced = None if resident in (True, False) else tuple(resident)
             ran = raw_resident(dtype, "channels_first" if cs is None else "channels_last", cs or 0, x.data_ptr(),
@@ -531,6 +549,17 @@ def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, 
     )
     kernels.check(code, "group_norm")
     return ran[0], ran[1], ran[2], bool(ran[3])
+
+
+@functools.lru_cache(maxsize=256)
+def _resident_first(device: int, dtype: str, n: int, channels: int, spatial: int, groups: int, skip_mode: str,
+                    activation) -> tuple | None:
+    """The plan the plugin runs a channels-first shape with where that is the resident design (its fused
+    plan on `device`, the current one when called; groupNormResidentFirst), else None; once per shape."""
+    if not resident_first(n, channels, spatial, groups, dtype, skip_mode, activation):
+        return None
+    p = resident_plan(n, channels, spatial, groups, dtype, skip_mode)
+    return p if p[3] else None
 
 
 @functools.lru_cache(maxsize=256)

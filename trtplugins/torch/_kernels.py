@@ -101,8 +101,8 @@ _SN = _fields("SkipNorm")
 
 
 def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
-    """The split design's launch for tensors shaped and laid out as x and skip, made contiguous as
-    above (None: not this path)."""
+    """The plugin's design's launch (split, or resident where it picks that) for tensors shaped and laid
+    out as x and skip, made contiguous as above (None: not this path)."""
     n, c = x.shape[0], x.shape[1]
     spatial = x.numel() // (n * c) if n * c else 0
     if not spatial:
@@ -110,17 +110,21 @@ def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
     mode = "none" if skip is None else "full" if skip.shape == x.shape else "per_channel"
     dtype = kernels.dtype_name(x)
     size = _group_norm.workspace_size(n, num_groups)
-    plan = _group_norm._device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
+    resident = _group_norm._resident_first(x.device.index, dtype, n, c, spatial, num_groups, mode, activation)
+    plan = resident or _group_norm._device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
 
     def launch(x, skip, gamma, beta, bias):
         x, skip = x.contiguous(), None if skip is None else skip.contiguous()
         y = torch.empty_like(x)
         s = torch.empty_like(x) if output_sum else None
         ws = torch.empty(size, dtype=torch.uint8, device=x.device)
-        _group_norm.raw_kernel(dtype, x.data_ptr(), _ptr(skip), mode, kernels.weight(bias, "bias", c),
-                               kernels.weight(gamma, "gamma", c), kernels.weight(beta, "beta", c), y.data_ptr(),
-                               _ptr(s), ws.data_ptr(), size, n, c, spatial, num_groups, float(epsilon), activation,
-                               kernels.stream_of(x), plan)
+        args = (x.data_ptr(), _ptr(skip), mode, kernels.weight(bias, "bias", c), kernels.weight(gamma, "gamma", c),
+                kernels.weight(beta, "beta", c), y.data_ptr(), _ptr(s), ws.data_ptr(), size, n, c, spatial, num_groups,
+                float(epsilon), activation, kernels.stream_of(x))
+        if resident:
+            _group_norm.raw_resident(dtype, "channels_first", 0, *args, plan=plan)
+        else:
+            _group_norm.raw_kernel(dtype, *args, plan)
         return [y, s] if output_sum else [y]
     return launch
 

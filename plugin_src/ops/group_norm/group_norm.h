@@ -61,6 +61,9 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
 // What the plugin picks when configured: the plan on this GPU, fused where the GPU can hold a CTA of
 // it on each multiprocessor (occupancy), else two launches.
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept;
+// Whether a channels-first shape runs the resident design rather than the split one (where the fused
+// plan measured faster; a pure function of its arguments: the caller checks the plan is fused).
+bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act);
 
 // Whether a channels-last shape has a kernel: a row of 16-byte packs (or of elements) of a pixel fits
 // a CTA's threads.

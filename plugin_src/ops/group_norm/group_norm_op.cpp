@@ -99,8 +99,13 @@ void GroupNormOp::onConfiguredDims(DType dt, Format f, const Dims* in, int32_t n
     GroupNormShape s;
     s.n = n, s.channels = c, s.spatial = spatial, s.groups = mP.numGroups, s.skip = key.skip;
     layoutOf(f, c, s.layout, s.channelStride);
-    if (s.layout == GroupNormLayout::kChannelsLast) mResidentPlan = groupNormResidentConfigure(dt, s, true);
-    else mPlan = groupNormConfigure(dt, n, mP.numGroups, c / mP.numGroups * spatial, key.skip);
+    mResidentPlan = {};
+    if (s.layout == GroupNormLayout::kChannelsLast || groupNormResidentFirst(dt, s, mP.act))
+        mResidentPlan = groupNormResidentConfigure(dt, s, true);
+    if (s.layout == GroupNormLayout::kChannelsFirst && !mResidentPlan.fused) { // the split design
+        mResidentPlan = {};
+        mPlan = groupNormConfigure(dt, n, mP.numGroups, c / mP.numGroups * spatial, key.skip);
+    }
     mPlanKey = key;
 }
 
@@ -132,7 +137,7 @@ cudaError_t GroupNormOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs
     a.workspaceSize = groupNormWorkspaceSize(a.n, mP.numGroups, a.layout); // TensorRT gave at least this (the profile's max batch)
     if (mPlanKey == PlanKey{dt, in[0].format, a.n, a.spatial, a.skipMode}) { // else two launches (no query here)
         a.plan = mPlan;
-        if (a.layout == GroupNormLayout::kChannelsLast) a.resident = mResidentPlan;
+        a.resident = mResidentPlan; // channels-first: a grid of 0 runs the split design
     }
     if (!workspace) fail("no workspace (getWorkspaceSize asked for %zu bytes)", a.workspaceSize);
     return launchGroupNorm(dt, a, stream);

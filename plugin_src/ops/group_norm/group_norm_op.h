@@ -50,8 +50,8 @@ private:
             return dt == o.dt && format == o.format && n == o.n && spatial == o.spatial && skip == o.skip;
         }
     };
-    GroupNormPlan mPlan;                 // channels-first
-    GroupNormResidentPlan mResidentPlan; // channels-last
+    GroupNormPlan mPlan;                 // channels-first, the split design
+    GroupNormResidentPlan mResidentPlan; // channels-last, or channels-first where groupNormResidentFirst
     PlanKey mPlanKey;
 };
 

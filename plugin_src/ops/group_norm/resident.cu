@@ -87,9 +87,23 @@ bool shapeOk(const GroupNormShape& s) {
 
 bool clThreadsOk(const Geometry& g) { return !g.cl || (g.packs >= 1 && g.packs <= kThreads); }
 
+// Channels-last, units per CTA rounded up to a divisor of a sample's pixels (or a multiple of them),
+// where that costs at most half as much again: no CTA's range then meets two samples (H100, run 3:
+// such a range cost 8-10 us per launch at SD shapes with 2 or 8 samples).
+int64_t sampleAligned(const Geometry& g, int64_t per) {
+    if (!g.cl || g.units == g.segLen) return per;
+    if (per >= g.segLen) {
+        const int64_t m = ceilDiv(per, g.segLen) * g.segLen;
+        return m <= per + per / 2 ? m : per;
+    }
+    for (int64_t d = per; d <= per + per / 2; ++d)
+        if (g.segLen % d == 0) return d;
+    return per;
+}
+
 GroupNormResidentPlan split(const Geometry& g, int64_t grid, int64_t resident) {
     GroupNormResidentPlan p;
-    const int64_t per = ceilDiv(ceilDiv(g.units, grid), g.align) * g.align;
+    const int64_t per = sampleAligned(g, ceilDiv(ceilDiv(g.units, grid), g.align) * g.align);
     p.per = per;
     p.grid = int32_t(ceilDiv(g.units, per));
     p.resident = resident < per ? resident : per;
@@ -187,6 +201,16 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
     }
     const GroupNormResidentPlan p = split(g, needed < kTwoLaunchCtas ? needed : kTwoLaunchCtas, 0);
     return auxSmem(g, p.per) <= kTwoLaunchSmem ? p : GroupNormResidentPlan{};
+}
+
+// H100 run 3 (benchmarks/group_norm/h100_v3.json), fused resident against split, channels-first: GroupNorm
+// without activation on 1-2 samples of >= 5 MB 1.03-1.27x (every such point, FP16 and BF16); with SiLU
+// 0.94-1.10x, on 8 samples 0.79-1.16x, below 5 MB 0.56-1.0x: the split design there.
+bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act) {
+    constexpr int64_t kMinBytes = int64_t(5) << 20;
+    if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || act != GroupNormAct::kNone) return false;
+    if (s.skip != GroupNormSkip::kNone || s.n < 1 || s.n > 2) return false;
+    return s.channels * s.spatial * s.n >= kMinBytes / elemBytes(dt);
 }
 
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {

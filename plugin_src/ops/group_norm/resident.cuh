@@ -340,16 +340,19 @@ template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a
     for (int e = 0; e < VEC; ++e) add[e] = l.ok(e) ? channelAdd<true>(a, n, l.c + e) : 0.f;
 }
 
-// Sums red[rr * cstride + c] over the rows and the channels of each group into out[g] (a warp per group).
-template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, const float* red, float* out) {
+// Sums red[rr * cstride + c] over the rows and the channels of each group into out[g]: a thread per
+// channel over the rows (the column's sum left in row 0), then a warp per group over its channels.
+template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float* red, float* out) {
+    for (int32_t c = threadIdx.x; c < a.channels; c += kThreads) {
+        float v = 0.f;
+        for (int32_t rr = 0; rr < a.rows; ++rr) v += red[rr * a.cstride + c];
+        red[c] = v; // only this thread reads column c
+    }
+    __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kThreads / 32;
-    const int32_t terms = a.cpg * a.rows;
     for (int32_t g = warp; g < a.groups; g += nw) {
         float v = 0.f;
-        for (int32_t k = lane; k < terms; k += 32) {
-            const int32_t rr = k / a.cpg;
-            v += red[rr * a.cstride + g * a.cpg + (k - rr * a.cpg)];
-        }
+        for (int32_t k = lane; k < a.cpg; k += 32) v += red[g * a.cpg + k];
         v = warpSum(v);
         if (lane == 0) out[g] = v;
     }
