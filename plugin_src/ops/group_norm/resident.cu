@@ -203,14 +203,14 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
     return auxSmem(g, p.per) <= kTwoLaunchSmem ? p : GroupNormResidentPlan{};
 }
 
-// H100 run 3 (benchmarks/group_norm/h100_v3.json), fused resident against split, channels-first: GroupNorm
-// without activation on 1-2 samples of >= 5 MB 1.03-1.27x (every such point, FP16 and BF16); with SiLU
-// 0.94-1.10x, on 8 samples 0.79-1.16x, below 5 MB 0.56-1.0x: the split design there.
+// H100 run 3 (benchmarks/group_norm/h100_v3.json), fused resident against split, channels-first, 1-2
+// samples, FP16 and BF16: GroupNorm from 5 MB 1.03-1.27x (every such point); GroupNorm+SiLU from 32 MB
+// 1.05-1.10x, at 5-21 MB 0.94-1.06x; on 8 samples 0.79-1.16x, below 5 MB 0.56-1.0x: the split design there.
 bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act) {
-    constexpr int64_t kMinBytes = int64_t(5) << 20;
-    if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || act != GroupNormAct::kNone) return false;
-    if (s.skip != GroupNormSkip::kNone || s.n < 1 || s.n > 2) return false;
-    return s.channels * s.spatial * s.n >= kMinBytes / elemBytes(dt);
+    if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
+    if (s.n < 1 || s.n > 2 || (act != GroupNormAct::kNone && act != GroupNormAct::kSilu)) return false;
+    const int64_t minBytes = act == GroupNormAct::kNone ? int64_t(5) << 20 : int64_t(32) << 20;
+    return s.channels * s.spatial * s.n >= minBytes / elemBytes(dt);
 }
 
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {
