@@ -2,23 +2,30 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps:
+# Steps (next session: tests1, gn, picks, torch; tests2 and triton ran on 2026-12-05, third session):
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
-#   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
-#   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
 #            then ncu of the resident kernel channels-last and channels-first at SD batch 2
-#   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and SkipNorm
-#            GPU tests through it, then the check with the launch's own choice as "ours" (picked where it won)
-#   triton   issue 34's Triton SkipNorm kernels, built ahead of time into the kernel library (sm_90) and run
-#            through it: checked against the eager chain, timed beside ours, the max-autotune compile and a copy
+#   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and
+#            SkipNorm GPU tests through it, then the check with the launch's own choice as "ours"
+#   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
+#   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
+#   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
+#            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site  # the wheels gpu_batch.sh installs
 export PYTHONUNBUFFERED=1 OUT=${OUT:-build/queued}
 mkdir -p "$OUT"
 batch=benchmarks/experiments/gpu_batch.sh
+# The kernel library for sm_90 with the Triton kernels built ahead of time (build-aot/)
+aot_library() {
+  cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
+    -DTRTPLUGINS_TENSORRT_ROOTS= -DTRTPLUGINS_TRITON_AOT=ON > "$OUT/build.log" &&
+    cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
+  export TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so
+}
 case ${1:-} in
   tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
             SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
@@ -28,7 +35,7 @@ case ${1:-} in
         BENCH_TIMEOUT=420 bash $batch
       for layout in channels_last channels_first; do
         timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
-          --section SchedulerStats --section LaunchStats -c 2 python3 -c "
+          --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 2 python3 -c "
 import torch, sys; sys.path.insert(0, '.')
 from trtplugins.ops import group_norm as g
 x = torch.randn(2, 320, 64, 64, device='cuda', dtype=torch.float16)
@@ -41,15 +48,10 @@ torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
   triton) timeout 240 python3 benchmarks/experiments/triton_aot_check.py --autotune plugin_src/ops/skip_norm/triton_configs.json \
             --dtypes float16 --mib 32 --hiddens 768 4096 16384 > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log"
           cp plugin_src/ops/skip_norm/triton_configs.json "$OUT/" 2>/dev/null
-          cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
-            -DTRTPLUGINS_TENSORRT_ROOTS= -DTRTPLUGINS_TRITON_AOT=ON > "$OUT/build.log" &&
-            cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
-          TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so timeout 480 \
+          aot_library
+          timeout 480 \
             python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" ;;
-  picks) cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
-           -DTRTPLUGINS_TENSORRT_ROOTS= -DTRTPLUGINS_TRITON_AOT=ON > "$OUT/build.log" &&
-           cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
-         export TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so
+  picks) aot_library
          timeout 120 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "(group_norm or skip_norm) and not plugin and not torch" \
            > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
