@@ -136,7 +136,10 @@ def test_the_plan_is_a_pure_function_of_the_described_gpu():
     assert a == (128, 64, 64, True)  # 64 of a sample's 4096 pixels per CTA, all of them on chip
     small = group_norm.resident_plan(2, 320, 4096, 32, "float16", "none", "channels_last", configured=False,
                                      device=dict(sms=84, smem_per_block=101376 - 1024))
-    assert small[3] and small[0] <= 84 and 4096 % small[1] == 0
+    assert small[3] and small[1] == 128 and small[0] == 64  # 98 pixels per CTA would straddle: 128 divide 4096
+    odd = group_norm.resident_plan(2, 320, 9216, 32, "float16", "none", "channels_last", configured=False,
+                                   device=RESIDENT_H200)  # 96x96: 140 pixels per CTA -> 144, a divisor
+    assert odd[1] == 144 and odd[0] == 128
 
 
 def test_channels_first_takes_the_resident_design_where_it_measured_faster():

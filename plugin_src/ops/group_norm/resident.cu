@@ -89,16 +89,20 @@ bool clThreadsOk(const Geometry& g) { return !g.cl || (g.packs >= 1 && g.packs <
 
 // Channels-last, units per CTA rounded up to a divisor of a sample's pixels (or a multiple of them),
 // where that costs at most half as much again: no CTA's range then meets two samples (H100, run 3:
-// such a range cost 8-10 us per launch at SD shapes with 2 or 8 samples).
+// such a range cost 8-10 us per launch at SD shapes with 2 or 8 samples). The divisors tried: the next
+// 16 sizes, then the power of two above (launches plan their fallback each time: a bounded search).
 int64_t sampleAligned(const Geometry& g, int64_t per) {
     if (!g.cl || g.units == g.segLen) return per;
     if (per >= g.segLen) {
         const int64_t m = ceilDiv(per, g.segLen) * g.segLen;
         return m <= per + per / 2 ? m : per;
     }
-    for (int64_t d = per; d <= per + per / 2; ++d)
+    const int64_t most = per + per / 2;
+    for (int64_t d = per; d <= most && d <= per + 16; ++d)
         if (g.segLen % d == 0) return d;
-    return per;
+    int64_t p2 = 1;
+    while (p2 < per) p2 <<= 1;
+    return p2 <= most && g.segLen % p2 == 0 ? p2 : per;
 }
 
 GroupNormResidentPlan split(const Geometry& g, int64_t grid, int64_t resident) {
