@@ -76,13 +76,16 @@ def test_every_row_length_picks_a_built_kernel(dtype, norm, skip):
                 assert v in built, (hidden, io, rows, v)
 
 
-def test_the_aot_variant_is_named_by_the_library_and_never_picked():
+def test_the_aot_variant_is_named_by_the_library_and_picked_only_with_a_cubin():
     """kSkipNormAotVariant (the Triton kernels built ahead of time): past the bit-encoded variants, read
-    from the library; not a pick (no measured table chooses it yet), and a candidate only where the
-    build has a cubin for this device: none here (no GPU, and the default build embeds none)."""
+    from the library; picked (and a candidate) only where the build has a cubin for this device that
+    triton_picks.json marks: none here (no GPU, and the default build embeds none), so the plugin's pick
+    is the CUDA kernels' pick."""
     aot = skip_norm.aot_variant()
     assert aot == 256
     for dtype in ("float32", "float16", "bfloat16"):
         for hidden in (768, 4096, 16384):
-            assert skip_norm.variant(dtype, "layer", False, hidden, dtype != "float32") != aot
+            for io in {False, dtype != "float32"}:
+                v = skip_norm.variant(dtype, "layer", False, hidden, io)
+                assert v != aot and v == skip_norm.variant(dtype, "layer", False, hidden, io, aot=False)
             assert aot not in skip_norm.candidates(dtype, "rms", True, hidden)

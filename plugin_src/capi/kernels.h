@@ -23,8 +23,9 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
                             void* stream);
 
 // The variant a plugin's launch of `rows` rows runs for (dtype, norm, skip input, hidden); rows < 0: a
-// large launch; -1 for hidden < 1.
-TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, long long rows);
+// large launch; -1 for hidden < 1; aot 0: among the CUDA kernels alone.
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, long long rows,
+                                    int aot);
 
 TRTP_API long long trtp_skip_norm_small_elems();
 

@@ -223,12 +223,14 @@ def raw_kernel(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: in
     kernels.check(code, "skip_norm")
 
 
-def variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False, rows: int | None = None) -> int:
+def variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False, rows: int | None = None,
+            aot: bool = True) -> int:
     """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
     io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io); rows: a
-    launch's row count (None: a large one; launches of <= small_elems() elements run another variant)."""
+    launch's row count (None: a large one; launches of <= small_elems() elements run another variant);
+    aot False: among the CUDA kernels alone (not aot_variant(), where the library picks that)."""
     return kernels.load().trtp_skip_norm_variant(kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm"), skip, hidden,
-                                         io_weights, -1 if rows is None else rows)
+                                                 io_weights, -1 if rows is None else rows, aot)
 
 
 def aot_variant() -> int:

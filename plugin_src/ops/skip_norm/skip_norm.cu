@@ -140,8 +140,12 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
 } // namespace
 
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
+    if (hidden >= 1 && !small && !ioWeights && aotPicked(dt, norm, skip, hidden)) return kSkipNormAotVariant;
+    return skipNormCudaVariant(dt, norm, skip, hidden, ioWeights, small);
+}
+
+int32_t skipNormCudaVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
     if (hidden < 1) return -1;
-    if (!small && !ioWeights && aotPicked(dt, norm, skip, hidden)) return kSkipNormAotVariant;
     return pick(elemSize(dt), dt == DType::kBFloat16, norm, skip, hidden, true, ioWeights, small);
 }
 

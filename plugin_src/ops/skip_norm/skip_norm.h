@@ -40,6 +40,8 @@ constexpr bool skipNormSmall(int64_t rows, int64_t hidden) { return rows <= kSki
 // (no allocation; the device's architecture asked once, for the AOT kernels' measured picks), so a
 // plugin chooses both when it is configured and enqueue only launches.
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool small = false);
+// The same among the CUDA kernels alone (what skipNormVariant returns where no AOT kernel is picked).
+int32_t skipNormCudaVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool small = false);
 
 // Blocks of the variant's kernel that fit on the current GPU at once (an occupancy query: call it
 // when configured, not per launch); 0 for variants that run one block per row group.
