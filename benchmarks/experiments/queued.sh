@@ -8,7 +8,7 @@
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
 #            then ncu of the resident kernel channels-last and channels-first at SD batch 2
 #   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and
-#            SkipNorm GPU tests through it, then the check with the launch's own choice as "ours"
+#            SkipNorm GPU tests through it, then the check (ours, AOT and the launch's own choice: picked)
 #   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
 #   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
