@@ -140,3 +140,55 @@ def test_picks_are_the_measured_wins_and_the_committed_table_is_the_committed_ru
     # plugin_src/ops/skip_norm/triton_picks.json is picks() of the run committed beside the benchmarks
     run = json.loads((ROOT / "benchmarks" / "triton_aot" / "triton_aot.json").read_text())
     assert json.loads(triton_aot.PICKS.read_text()) == triton_aot.picks(run, 90)
+
+
+def test_the_embedded_table_is_sorted_as_find_cubin_searches_it(tmp_path):
+    """findCubin binary-searches kCubins by (arch, op, form, dtype, hidden): emit_cpp writes it in that
+    order whatever order the manifest is in."""
+    manifest = []
+    for i, (arch, form, dtype, hidden) in enumerate([(90, "skip_rms_norm", "float16", 768), (80, "layer_norm", "float32", 4096),
+                                                     (90, "layer_norm", "bfloat16", 768), (90, "layer_norm", "float32", 16384),
+                                                     (90, "layer_norm", "float32", 768), (80, "rms_norm", "float16", 768)]):
+        (tmp_path / f"c{i}.cubin").write_bytes(bytes([i]))
+        manifest.append(dict(form=form, dtype=dtype, hidden=hidden, arch=f"sm_{arch}", XBLOCK=1, num_warps=4, shared=0,
+                             symbol=f"s{i}", cubin=f"c{i}.cubin"))
+    cpp = tmp_path / "t.cpp"
+    triton_aot.emit_cpp(manifest, tmp_path, cpp)
+    rows = re.findall(r"\{kCubinSkipNorm, (\d+), (\d+), (\d+), (\d+), ", cpp.read_text())
+    keys = [(int(a), int(f), int(d), int(h)) for f, d, h, a in rows]
+    assert keys == sorted(keys) and len(keys) == 6
+    assert keys[0] == (80, 0, 0, 4096) and keys[-1] == (90, 3, 1, 768)
+
+
+def test_find_cubin_finds_each_entry_of_a_sorted_table(tmp_path):
+    """findCubin's binary search over a table as emit_cpp writes it, run on this machine: without a GPU
+    the device's architecture reads as 0, so the table's entries are arch 0 here."""
+    import shutil
+
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    main = tmp_path / "main.cpp"
+    main.write_text(r'''
+#include "cubins.h"
+#include <cstdio>
+namespace trtp {
+const unsigned char k[1] = {0};
+const Cubin kCubins[4] = {{0, 0, 1, 768, 0, 1, 4, 0, 1, "a", k, 1}, {0, 0, 1, 4096, 0, 1, 4, 0, 0, "b", k, 1},
+                          {0, 1, 0, 768, 0, 1, 4, 0, 0, "c", k, 1}, {0, 3, 2, 16384, 0, 1, 4, 0, 1, "d", k, 1}};
+const int32_t kCubinCount = 4;
+}
+int main() {
+    using trtp::findCubin;
+    const trtp::Cubin* hits[4] = {findCubin(0, 0, 1, 768), findCubin(0, 0, 1, 4096), findCubin(0, 1, 0, 768),
+                                  findCubin(0, 3, 2, 16384)};
+    for (const auto* h : hits) std::printf("%s ", h ? h->symbol : "-");
+    std::printf("| %d %d %d\n", findCubin(0, 0, 1, 1024) == nullptr, findCubin(0, 2, 1, 768) == nullptr,
+                findCubin(1, 0, 1, 768) == nullptr);
+}
+''')
+    exe = tmp_path / "find"
+    done = subprocess.run([nvcc, "-std=c++17", f"-I{ROOT / 'plugin_src' / 'cubins'}", f"-I{ROOT / 'plugin_src' / 'device'}",
+                           str(main), str(ROOT / "plugin_src" / "cubins" / "cubins.cpp"), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["a", "b", "c", "d", "|", "1", "1", "1"], out

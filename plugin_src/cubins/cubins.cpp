@@ -1,6 +1,8 @@
 #include "cubins.h"
 
+#include <algorithm>
 #include <mutex>
+#include <tuple>
 
 #include "per_device.h"
 
@@ -31,12 +33,11 @@ int32_t archOf(int dev) {
 
 const Cubin* findCubin(int32_t op, int32_t form, int32_t dtype, int64_t hidden) noexcept {
     if (kCubinCount == 0) return nullptr;
-    const int32_t arch = perDevice<int32_t>(archOf);
-    for (int32_t i = 0; i < kCubinCount; ++i) {
-        const Cubin& c = kCubins[i];
-        if (c.op == op && c.form == form && c.dtype == dtype && c.hidden == hidden && c.arch == arch) return &c;
-    }
-    return nullptr;
+    const auto key = [](const Cubin& c) { return std::make_tuple(c.arch, c.op, c.form, c.dtype, c.hidden); };
+    const auto want = std::make_tuple(perDevice<int32_t>(archOf), op, form, dtype, hidden);
+    const Cubin* end = kCubins + kCubinCount;
+    const Cubin* c = std::lower_bound(kCubins, end, want, [&](const Cubin& a, const auto& w) { return key(a) < w; });
+    return c != end && key(*c) == want ? c : nullptr;
 }
 
 cudaError_t launchCubin(const Cubin& c, unsigned grid, void** args, int nargs, cudaStream_t stream) noexcept {

@@ -28,6 +28,7 @@ enum CubinOp : int32_t { kCubinSkipNorm = 0 };
 // triton_aot.py FORMS, in its order
 enum CubinSkipNormForm : int32_t { kCubinLayerNorm = 0, kCubinRmsNorm = 1, kCubinSkipLayerNorm = 2, kCubinSkipRmsNorm = 3 };
 
+// Sorted by (arch, op, form, dtype, hidden), as findCubin searches it.
 extern const Cubin kCubins[];
 extern const int32_t kCubinCount;
 
