@@ -41,7 +41,8 @@ SDXL = [(320, 128), (640, 64), (1280, 32)]
 VAE = [(512, 64), (512, 128), (512, 256), (256, 256), (256, 512), (128, 512), (128, 1024)]
 QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8), (8, 320, 64, 64),
          (2, 320, 128, 128), (1, 512, 128, 128), (1, 256, 256, 256), (1, 128, 512, 512)]
-PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
+PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2",
+         "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
 
 
 def shapes(quick: bool):
@@ -88,14 +89,22 @@ def point(shape, dt, silu, lig, oss, compile_it):
                                                    activation=act, out=out, workspace=ws, **kw)
     dname = str(dt).removeprefix("torch.")
     two = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout="channels_last", configured=False)
+    # the fused plans of two CTAs per SM (a GPU described with twice the SMs and half the shared memory);
+    # where both CTAs cannot be resident the cooperative launch is refused and it runs as two launches
+    prop = torch.cuda.get_device_properties(x.device)
+    twice = dict(sms=2 * prop.multi_processor_count, smem_per_block=prop.shared_memory_per_block_optin // 2 - 2048)
+    x2 = {lay: group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=lay, configured=False, device=twice)
+          for lay in ("channels_first", "channels_last")}
     fns = {"ours_cl": lambda: ours(xcl, ycl), "ours_cf": lambda: ours(x, y),
            "cl_two_launches": lambda: ours(xcl, ycl, resident=two),
            "resident_cf": lambda: ours(x, y, resident=True), "split_cf": lambda: ours(x, y, resident=False),
+           "resident_cf_x2": lambda: ours(x, y, resident=x2["channels_first"]),
+           "resident_cl_x2": lambda: ours(xcl, ycl, resident=x2["channels_last"]),
            "eager_cf": lambda: eager(x), "eager_cl": lambda: eager(xcl)}
     rec = {"op": "group_norm_silu" if silu else "group_norm", "shape": list(shape),
            "mb": x.numel() * x.element_size() / 1e6}
     want = eager(x)
-    for key in ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf"):
+    for key in ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2"):
         bad = mismatch(fns[key]().contiguous(), want)
         if bad:
             rec[f"{key}_wrong"] = bad
@@ -123,6 +132,9 @@ def point(shape, dt, silu, lig, oss, compile_it):
     # the plans that ran (a fused plan whose cooperative launch is refused runs as two launches)
     rec["ran_cl"] = ours(xcl, ycl, return_plan=True)[1]
     rec["ran_resident_cf"] = ours(x, y, resident=True, return_plan=True)[1]
+    for key, layout, v, out in (("resident_cf_x2", "channels_first", x, y), ("resident_cl_x2", "channels_last", xcl, ycl)):
+        if key in fns:  # fused, or its two launches where the cooperative launch was refused
+            rec[f"ran_{key}"] = ours(v, out, resident=x2[layout], return_plan=True)[1]
     return rec
 
 
@@ -135,14 +147,15 @@ def ratio(r, peer, ours):
 
 
 def table(rows):
-    head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / cl two launches / resident cf / split cf | eager cf / cl | "
+    head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / cl two launches / resident cf / split cf / "
+            "resident cf, cl at 2 CTAs per SM | eager cf / cl | "
             "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) |")
     lines = [head, "|" + "---|" * 14]
     for r in rows:
         us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
         cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}", us("ours_cf"), us("ours_cl"),
                  f"{pct(r, 'ours_cf')} / {pct(r, 'ours_cl')} / {pct(r, 'cl_two_launches')} / {pct(r, 'resident_cf')} / "
-                 f"{pct(r, 'split_cf')}",
+                 f"{pct(r, 'split_cf')} / {pct(r, 'resident_cf_x2')}, {pct(r, 'resident_cl_x2')}",
                  f"{pct(r, 'eager_cf')} / {pct(r, 'eager_cl')}",
                  pct(r, "compile_cf"), pct(r, "liger"), pct(r, "trtoss_cl"), ratio(r, "compile_cf", "ours_cf"),
                  ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl")]
