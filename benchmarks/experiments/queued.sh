@@ -13,6 +13,8 @@
 #   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
+#   autotune the configurations of every form, dtype and hidden size (triton ran FP16 at 768/4096/16384):
+#            $OUT/triton_configs.json, to commit as plugin_src/ops/skip_norm/triton_configs.json before triton
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site  # the wheels gpu_batch.sh installs
@@ -51,10 +53,12 @@ torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
           aot_library
           timeout 480 \
             python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" ;;
+  autotune) timeout 560 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 32 \
+              > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log" ;;
   picks) aot_library
          timeout 120 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "(group_norm or skip_norm) and not plugin and not torch" \
            > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
            --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log" ;;
-  *) sed -n '2,15p' "$0"; exit 2 ;;
+  *) sed -n '2,17p' "$0"; exit 2 ;;
 esac

@@ -77,6 +77,8 @@ def autotune(a) -> dict:
                 if best:
                     table[triton_aot.key(form, dtype, hidden)] = {**best[1], "us": round(best[0] * 1e6, 2)}
                     print(triton_aot.key(form, dtype, hidden), table[triton_aot.key(form, dtype, hidden)], flush=True)
+                    # after each point: a run cut short keeps what it measured
+                    a.autotune.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     return table
 
 
@@ -92,9 +94,8 @@ def main(argv=None) -> int:
                    help="only time every candidate configuration as Triton JIT kernels; write the fastest here")
     a = p.parse_args(argv)
     if a.autotune:
-        table = autotune(a)
         a.autotune.parent.mkdir(parents=True, exist_ok=True)
-        a.autotune.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+        autotune(a)
         return 0
     aot, rows_out = skip_norm.aot_variant(), []
     for form in a.forms:
