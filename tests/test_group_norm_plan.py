@@ -116,12 +116,12 @@ def test_channels_last_ranges_stay_inside_a_sample(dtype, shape, described):
     and the two launches)."""
     n, c, spatial = shape[0], shape[1], math.prod(shape[2:])
     dev = RESIDENT_H200 if described else None
-    grid, per, resident, fused = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last",
-                                                          configured=False, device=dev)
+    grid, per, resident, fused, narrow = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last",
+                                                                  configured=False, device=dev)
     if not group_norm.channels_last_ok(dtype, c):  # FP32 2560 channels: 640 packs a pixel, past 512 threads
         assert (grid, per) == (0, 0)
         return
-    assert grid == math.ceil(n * spatial / per) and 0 <= resident <= per and fused == described
+    assert grid == math.ceil(n * spatial / per) and 0 <= resident <= per and fused == described and not narrow
     assert grid <= (132 if described else 528)
     if n > 1 and per < spatial:
         assert spatial % per == 0, (shape, per)  # every range inside one sample
@@ -133,7 +133,7 @@ def test_channels_last_ranges_stay_inside_a_sample(dtype, shape, described):
 def test_the_plan_is_a_pure_function_of_the_described_gpu():
     a = group_norm.resident_plan(2, 320, 4096, 32, "float16", "none", "channels_last", configured=False,
                                  device=RESIDENT_H200)
-    assert a == (128, 64, 64, True)  # 64 of a sample's 4096 pixels per CTA, all of them on chip
+    assert a == (128, 64, 64, True, False)  # 64 of a sample's 4096 pixels per CTA, all of them on chip
     small = group_norm.resident_plan(2, 320, 4096, 32, "float16", "none", "channels_last", configured=False,
                                      device=dict(sms=84, smem_per_block=101376 - 1024))
     assert small[3] and small[1] == 128 and small[0] == 64  # 98 pixels per CTA would straddle: 128 divide 4096
@@ -153,3 +153,24 @@ def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     assert rf(1, 256, 65536, 32, "float16", activation="silu")  # 33.5 MB
     assert not rf(8, 320, 4096, 32, "float16") and not rf(2, 320, 4096, 32, "float16", "full")
     assert not rf(2, 320, 4096, 7, "float16") and not rf(0, 320, 4096, 32, "float16")  # no such shape
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_plans_for_two_ctas_per_sm(dtype):
+    """Described for two CTAs per SM (half the shared memory each): twice the CTAs, 16-bit channels-last
+    in 8-byte packs (narrow: 64 registers, two CTAs fit), channels-first and FP32 as they are."""
+    two = dict(RESIDENT_H200, smem_per_block=RESIDENT_H200["smem_per_block"] // 2 - 1024, ctas_per_sm=2)
+    for shape in [(2, 320, 4096), (8, 320, 4096), (2, 640, 1024), (2, 1280, 256)]:
+        n, c, spatial = shape
+        one = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last", configured=False,
+                                       device=RESIDENT_H200)
+        grid, per, resident, fused, narrow = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last",
+                                                                      configured=False, device=two)
+        assert fused and narrow == (dtype != "float32"), (shape, narrow)
+        assert grid <= 264 and grid == math.ceil(n * spatial / per) and 0 < resident <= per
+        assert grid >= one[0] and spatial % per == 0, (shape, grid, per, one)
+        cf = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_first", configured=False, device=two)
+        assert cf[3] and not cf[4] and cf[0] <= 264
+    # a channels-last row of 16-bit packs that is not whole 16-byte packs: not narrow, as before
+    odd = group_norm.resident_plan(2, 100, 4096, 4, "float16", "none", "channels_last", configured=False, device=two)
+    assert odd[3] and not odd[4]

@@ -119,7 +119,7 @@ trtp::GroupNormShape residentShape(int layout, long long channel_stride, long lo
     return s;
 }
 void putPlan(const trtp::GroupNormResidentPlan& p, long long* out) {
-    if (out) out[0] = p.grid, out[1] = p.per, out[2] = p.resident, out[3] = p.fused;
+    if (out) out[0] = p.grid, out[1] = p.per, out[2] = p.resident, out[3] = p.fused, out[4] = p.narrow;
 }
 } // namespace
 
@@ -132,7 +132,10 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
                                           channels, spatial, groups, epsilon, act);
     a.layout = trtp::GroupNormLayout(layout), a.channelStride = channel_stride;
     trtp::groupNormResidentDevice(); // what a configure does first: the kernels' shared memory limit on this GPU
-    if (plan) a.resident.grid = int(plan[0]), a.resident.per = plan[1], a.resident.resident = plan[2], a.resident.fused = plan[3] != 0;
+    if (plan) {
+        a.resident.grid = int(plan[0]), a.resident.per = plan[1], a.resident.resident = plan[2];
+        a.resident.fused = plan[3] != 0, a.resident.narrow = plan[4] != 0;
+    }
     else a.resident = trtp::groupNormResidentConfigure(trtp::DType(dtype), residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode), true);
     trtp::GroupNormResidentPlan done;
     const cudaError_t e = trtp::launchGroupNormResident(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream), &done);
@@ -142,10 +145,11 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
 
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
-                                            long long sms, long long smem_per_block, long long* plan) {
+                                            long long sms, long long smem_per_block, long long ctas_per_sm,
+                                            long long* plan) {
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
     trtp::GroupNormResidentDevice dev; // described (sms 0: two launches)
-    dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
+    dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block), dev.ctasPerSm = int32_t(ctas_per_sm);
     putPlan(configured ? trtp::groupNormResidentConfigure(trtp::DType(dtype), s, true)
                        : trtp::groupNormResidentPlan(trtp::DType(dtype), s, true, dev), plan);
 }

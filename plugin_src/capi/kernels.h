@@ -57,20 +57,21 @@ TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_b
 TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups, int layout);
 
 // GroupNorm's resident design, either layout (0 channels-first, 1 channels-last with channel_stride
-// elements between pixels; 0: channels). plan (grid, per, resident, fused): one to force, or null: the
-// plugin's (groupNormResidentConfigure). ran (4 values, may be null): the plan that ran.
+// elements between pixels; 0: channels). plan (grid, per, resident, fused, narrow): one to force, or
+// null: the plugin's (groupNormResidentConfigure). ran (5 values, may be null): the plan that ran.
 TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_stride, const void* x, const void* skip,
                                       int skip_mode, const float* bias, const float* gamma, const float* beta, void* y,
                                       void* sum, void* workspace, size_t workspace_size, long long n, long long channels,
                                       long long spatial, long long groups, float epsilon, int act, const long long* plan,
                                       long long* ran, void* stream);
 
-// The resident plan (grid, per, resident, fused) into plan[4]: on the current GPU (configured 1), or on
-// a GPU of `sms` multiprocessors with `smem_per_block` bytes of opt-in shared memory (0: sms 0 is the two
-// launches, the same everywhere).
+// The resident plan (grid, per, resident, fused, narrow) into plan[5]: on the current GPU (configured
+// 1), or (0) on a GPU of `sms` multiprocessors with `smem_per_block` bytes of shared memory a CTA may
+// use, planned for `ctas_per_sm` fused CTAs per SM (sms 0: the two launches, the same everywhere).
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
-                                            long long sms, long long smem_per_block, long long* plan);
+                                            long long sms, long long smem_per_block, long long ctas_per_sm,
+                                            long long* plan);
 
 // Whether the plugin runs a channels-first shape with the resident design rather than the split one
 // (groupNormResidentFirst; the plugin also needs its plan on the GPU to be fused): 1 or 0.

@@ -234,6 +234,10 @@ int main(int argc, char** argv) {
                         half.resident = half.per / 2 / align * align;
                         if (half.resident < plans[0].resident) plans.push_back(half);
                     }
+                    trtp::GroupNormResidentDevice two = rdev; // two CTAs per SM: 16-bit channels-last narrow
+                    two.smemPerBlock = (rdev.smemPerBlock + 1024) / 2 - 2048, two.ctasPerSm = 2;
+                    const trtp::GroupNormResidentPlan narrow = trtp::groupNormResidentPlan(dt, shape, true, two);
+                    if (narrow.narrow) plans.push_back(narrow);
                     for (const trtp::GroupNormResidentPlan& plan : plans) {
                         for (int inPlace = 0; inPlace < 2; ++inPlace) {
                             trtp::GroupNormArgs a = gnArgs(x, skip, chan, w, y, s, ws, wsBytes, mode, inPlace, sh);
@@ -242,7 +246,7 @@ int main(int argc, char** argv) {
                             trtp::GroupNormResidentPlan ran;
                             check(trtp::launchGroupNorm(dt, a, 0, nullptr, &ran),
                                   plan.fused ? "group_norm resident fused" : "group_norm resident", n * c, hw);
-                            if (total && plan.grid && (ran.grid != plan.grid || ran.resident != plan.resident)) {
+                            if (total && plan.grid && (ran.grid != plan.grid || ran.resident != plan.resident || ran.narrow != plan.narrow)) {
                                 std::printf("FAIL group_norm resident: plan (%d, %lld, %lld) ran as (%d, %lld, %lld)\n",
                                             plan.grid, (long long)plan.per, (long long)plan.resident, ran.grid,
                                             (long long)ran.per, (long long)ran.resident);

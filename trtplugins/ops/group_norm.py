@@ -434,16 +434,22 @@ def empty_like(x):
 
 def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
                   layout="channels_first", stride: int = 0, configured: bool = True,
-                  device: dict | None = None) -> tuple[int, int, int, bool]:
-    """(grid, per, resident, fused): the resident design's plan on the current GPU (configured), on a
-    described one (device: sms, smem_per_block; a pure function, no GPU needed), or its two launches
+                  device: dict | None = None) -> tuple[int, int, int, bool, bool]:
+    """(grid, per, resident, fused, narrow): the resident design's plan on the current GPU (configured),
+    on a described one (device: sms, smem_per_block a CTA may use, ctas_per_sm (default 1; 2: 16-bit
+    channels-last runs narrow, 8-byte packs); a pure function, no GPU needed), or its two launches
     (configured False, no device: the same everywhere)."""
-    out = (ctypes.c_longlong * 4)()
+    out = (ctypes.c_longlong * 5)()
     dev = device or {}
     kernels.load().trtp_group_norm_resident_plan(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,
                                                  groups, skip_mode_id(skip_mode), int(configured and device is None),
-                                                 dev.get("sms", 0), dev.get("smem_per_block", 0), out)
-    return out[0], out[1], out[2], bool(out[3])
+                                                 dev.get("sms", 0), dev.get("smem_per_block", 0),
+                                                 dev.get("ctas_per_sm", 1), out)
+    return _plan5(out)
+
+
+def _plan5(v) -> tuple[int, int, int, bool, bool]:
+    return int(v[0]), int(v[1]), int(v[2]), bool(v[3]), bool(v[4])
 
 
 def resident_first(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
@@ -472,7 +478,7 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
     None). The design: the plugin's (resident None; channels-first, the split one but where
     resident_first() says; looked up once per shape); channels-first, plan (chunks, chunk_len[,
     cluster]) or resident False forces the split one; channels-last, or resident True / a plan (grid,
-    per, resident, fused) channels-first, the resident one (True: the plugin's plan). layout: None
+    per, resident, fused[, narrow]) channels-first, the resident one (True: the plugin's plan). layout: None
     reads it from x's strides (contiguous: channels-first); "channels_last" for a tensor that is both
     (all spatial dims 1)."""
     import torch
@@ -537,18 +543,18 @@ def _stride_of(t, cs: int | None = None) -> int | None:
 def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int,
                  y: int, sum_out: int, workspace: int, workspace_size: int, n: int, channels: int, spatial: int,
                  groups: int, epsilon: float, activation, stream: int = 0,
-                 plan: tuple | None = None) -> tuple[int, int, int, bool]:
-    """Launches GroupNorm's resident design; returns the plan that ran (grid, per, resident, fused).
-    plan: one to force, None: the plugin's (resident_plan)."""
-    ran = (ctypes.c_longlong * 4)()
-    forced = None if plan is None else (ctypes.c_longlong * 4)(*(int(v) for v in plan))
+                 plan: tuple | None = None) -> tuple[int, int, int, bool, bool]:
+    """Launches GroupNorm's resident design; returns the plan that ran (grid, per, resident, fused,
+    narrow). plan: one to force (narrow may be left out: False), None: the plugin's (resident_plan)."""
+    ran = (ctypes.c_longlong * 5)()
+    forced = None if plan is None else (ctypes.c_longlong * 5)(*(int(v) for v in (tuple(plan) + (0,))[:5]))
     code = kernels.load().trtp_group_norm_resident(
         kernels.dtype_id(dtype), LAYOUTS[layout], stride, x, skip or None, skip_mode_id(skip_mode), bias or None, gamma,
         beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels, spatial, groups, epsilon,
         kernels.lookup(ACTIVATION_IDS, activation, "activation"), forced, ran, stream or None,
     )
     kernels.check(code, "group_norm")
-    return ran[0], ran[1], ran[2], bool(ran[3])
+    return _plan5(ran)
 
 
 @functools.lru_cache(maxsize=256)

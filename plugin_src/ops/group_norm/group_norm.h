@@ -43,13 +43,16 @@ struct GroupNormShape {
 struct GroupNormResidentPlan {
     int32_t grid = 0;
     int64_t per = 0, resident = 0;
-    bool fused = false; // one cooperative launch (every CTA resident at once), else two launches
+    bool fused = false;  // one cooperative launch (every CTA resident at once), else two launches
+    bool narrow = false; // 16-bit channels-last in 8-byte packs (64 registers: two CTAs fit an SM)
 };
 
 // What the resident design needs to know about a GPU.
 struct GroupNormResidentDevice {
     int32_t sms = 0;          // multiprocessors (0: no cooperative launch, two launches)
-    int32_t smemPerBlock = 0; // dynamic shared memory a CTA may opt into
+    int32_t smemPerBlock = 0; // dynamic shared memory a CTA may use
+    int32_t ctasPerSm = 1;    // fused CTAs per SM the plan is for (2: 16-bit channels-last runs narrow);
+                              // the plugin plans for 1 (2 is measured by forcing it: bench_group_norm)
 };
 GroupNormResidentDevice groupNormResidentDevice() noexcept;
 

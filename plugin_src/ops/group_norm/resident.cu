@@ -17,6 +17,7 @@ template <class T, bool STREAM, class F> void forEachStreamKernel(F& f) {
     f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst, STREAM>);
     f(residentKernel<T, 1, GroupNormLayout::kChannelsLast, STREAM>);
     f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast, STREAM>);
+    if constexpr (sizeof(T) == 2) f(residentKernel<T, kNarrowVec, GroupNormLayout::kChannelsLast, STREAM>);
 }
 template <class T, class F> void forEachLayoutKernel(F& f) {
     forEachStreamKernel<T, true>(f);
@@ -72,6 +73,16 @@ int64_t vecFor(DType dt, const GroupNormShape& s, bool aligned) {
     const int64_t cs = s.channelStride ? s.channelStride : s.channels;
     const bool fits = s.layout == GroupNormLayout::kChannelsLast ? cs % v == 0 : s.spatial % v == 0;
     return aligned && fits ? v : 1;
+}
+
+// Whether a shape can run narrow (GroupNormResidentPlan::narrow): 16-bit channels-last in 16-byte packs.
+bool narrowOk(DType dt, const GroupNormShape& s, bool aligned) {
+    return s.layout == GroupNormLayout::kChannelsLast && elemBytes(dt) == 2 && vecFor(dt, s, aligned) == vecOf(dt);
+}
+
+// The pack width a plan runs.
+int64_t planVec(DType dt, const GroupNormShape& s, bool aligned, bool narrow) {
+    return narrow ? kNarrowVec : vecFor(dt, s, aligned);
 }
 
 bool shapeOk(const GroupNormShape& s) {
@@ -156,9 +167,20 @@ template <class T, int VEC, GroupNormLayout L> auto kernelFor(bool staged) {
 
 bool staged(const GroupNormResidentPlan& p) { return p.fused && p.resident >= p.per; }
 
-template <class T, int VEC, GroupNormLayout L>
-cudaError_t launchWith(const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
-    const auto kernel = kernelFor<T, VEC, L>(staged(p));
+// The kernel a plan with geometry g runs (its layout and pack width).
+template <class T> auto kernelOf(const Geometry& g, const GroupNormResidentPlan& p) {
+    constexpr int kVec = IoSize<T>::kVec;
+    constexpr auto kCl = GroupNormLayout::kChannelsLast, kCf = GroupNormLayout::kChannelsFirst;
+    const bool st = staged(p);
+    if constexpr (sizeof(T) == 2)
+        if (g.cl && g.vec == kNarrowVec) return kernelFor<T, kNarrowVec, kCl>(st);
+    if (g.cl) return g.vec > 1 ? kernelFor<T, kVec, kCl>(st) : kernelFor<T, 1, kCl>(st);
+    return g.vec > 1 ? kernelFor<T, kVec, kCf>(st) : kernelFor<T, 1, kCf>(st);
+}
+
+template <class T>
+cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
+    const auto kernel = kernelOf<T>(g, p);
     if (p.fused) {
         cudaLaunchAttribute attr = {};
         attr.id = cudaLaunchAttributeCooperative;
@@ -192,14 +214,17 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
     const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
     if (!clThreadsOk(g)) return {};
     const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
-    if (dev.sms > 0) {
-        const int64_t ctas = dev.sms < kMaxCtas ? dev.sms : kMaxCtas;
-        GroupNormResidentPlan p = split(g, needed < ctas ? needed : ctas, 0);
-        const int64_t free = dev.smemPerBlock - auxSmem(g, p.per) - 64; // 64: the staged copies' rounding
-        if (free >= 0) {
-            const int64_t fits = free / g.unitSmem / g.align * g.align;
+    if (dev.sms > 0 && dev.ctasPerSm >= 1) {
+        const bool narrow = dev.ctasPerSm >= 2 && narrowOk(dt, s, aligned);
+        const Geometry f = narrow ? geometry(dt, s, kNarrowVec) : g;
+        const int64_t all = int64_t(dev.sms) * dev.ctasPerSm, ctas = all < kMaxCtas ? all : kMaxCtas;
+        GroupNormResidentPlan p = split(f, needed < ctas ? needed : ctas, 0);
+        const int64_t free = dev.smemPerBlock - auxSmem(f, p.per) - 64; // 64: the staged copies' rounding
+        if (clThreadsOk(f) && free >= 0) {
+            const int64_t fits = free / f.unitSmem / f.align * f.align;
             p.resident = fits < p.per ? fits : p.per;
             p.fused = true;
+            p.narrow = narrow;
             return p;
         }
     }
@@ -221,18 +246,11 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
     try {
         const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, groupNormResidentDevice());
         if (!p.fused) return p;
-        const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
+        const Geometry g = geometry(dt, s, planVec(dt, s, aligned, p.narrow));
         const size_t smem = smemOf(g, p);
         int blocks = 0;
         cudaError_t e = dispatchDType(dt, [&](auto tag) {
-            using T = decltype(tag);
-            constexpr int kVec = IoSize<T>::kVec;
-            const bool cl = g.cl, wide = g.vec > 1;
-            const bool st = staged(p); // the kernel launchWith runs for this plan
-            const auto kernel = cl ? (wide ? kernelFor<T, kVec, GroupNormLayout::kChannelsLast>(st)
-                                           : kernelFor<T, 1, GroupNormLayout::kChannelsLast>(st))
-                                   : (wide ? kernelFor<T, kVec, GroupNormLayout::kChannelsFirst>(st)
-                                           : kernelFor<T, 1, GroupNormLayout::kChannelsFirst>(st));
+            const auto kernel = kernelOf<decltype(tag)>(g, p); // the kernel launchWith runs for this plan
             return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem);
         });
         if (succeeded(e) && blocks >= 1) return p;
@@ -263,8 +281,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         return cudaErrorInvalidValue;
     const bool aligned = aligned16(args.x) && aligned16(args.y) && (!args.sum || aligned16(args.sum)) &&
                          (s.skip != GroupNormSkip::kFull || aligned16(args.skip));
-    const int64_t vec = vecFor(dt, s, aligned);
-    const Geometry g = geometry(dt, s, vec);
+    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
     if (!clThreadsOk(g)) return cudaErrorInvalidValue;
     const GroupNormResidentPlan twoLaunches = groupNormResidentPlan(dt, s, aligned);
     if (twoLaunches.grid < 1) return cudaErrorInvalidValue; // segments too small for a CTA's shared arrays
@@ -272,7 +289,8 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
     const GroupNormResidentPlan& c = args.resident;
     const bool planOk = c.grid >= 1 && c.grid <= kMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
                         c.grid == ceilDiv(g.units, c.per) && c.resident >= 0 && c.resident <= c.per &&
-                        (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset;
+                        (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset &&
+                        (!c.narrow || (c.fused && narrowOk(dt, s, aligned)));
     GroupNormResidentPlan plan = planOk ? c : twoLaunches;
     const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(g.width) + size_t(s.n * s.groups)) * sizeof(float2));
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
@@ -288,18 +306,13 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.spatialDiv = FastDiv(uint32_t(s.spatial));
         a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.channels = int32_t(s.channels);
         a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);
-        a.packs = int32_t(g.packs), a.rows = int32_t(g.rows);
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
         const auto run = [&](const GroupNormResidentPlan& p) {
-            a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(g, p.per));
-            const size_t smem = smemOf(g, p);
-            if (g.cl) {
-                return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast>(a, p, smem, stream)
-                               : launchWith<T, 1, GroupNormLayout::kChannelsLast>(a, p, smem, stream);
-            }
-            return vec > 1 ? launchWith<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst>(a, p, smem, stream)
-                           : launchWith<T, 1, GroupNormLayout::kChannelsFirst>(a, p, smem, stream);
+            const Geometry pg = p.narrow ? geometry(dt, s, kNarrowVec) : g; // the plan's pack width
+            a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
+            a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
+            return launchWith(pg, a, p, smemOf(pg, p), stream);
         };
         cudaError_t e = run(plan);
         if (plan.fused && !succeeded(e)) { // not launchable here (another device or context, an MPS share)

@@ -20,7 +20,8 @@
 // resident, x read twice.
 // Channels-first, a thread walks 16-byte packs of its piece (a pack stays in one channel); channels-last,
 // a CTA is rows x packs threads: each thread owns one pack of channels of every `rows`-th pixel, sums
-// per channel, and the CTA adds channels into groups through shared memory (any channels per group).
+// per channel, and the CTA adds channels into groups through shared memory (any channels per group);
+// a narrow plan (16-bit) gives each thread 8-byte packs, so its kernel fits two CTAs per SM.
 // y and s may alias x or skip: each CTA reads every unit of its range before the barrier (resident) or
 // re-reads it itself before storing it, and no CTA stores outside its range.
 #pragma once
@@ -37,6 +38,7 @@ namespace {
 using namespace detail;
 
 constexpr int kThreads = 512;
+constexpr int kNarrowVec = 4;               // 16-bit channels-last narrow plans: 8-byte packs
 constexpr int64_t kMinUnitsBytes = 16384;   // a CTA gets at least this many bytes of x
 constexpr int64_t kTwoLaunchCtas = 528;     // ~4 CTAs per SM on an H100/H200
 constexpr int64_t kStaticSmem = 1024;       // the kernel's static shared memory, rounded up
@@ -427,9 +429,13 @@ __host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int
     return (cl ? rows * cstride : 0) + 3 * pieces * width;
 }
 
+// 16-bit channels-last in 8-byte packs: the narrow plans, two CTAs per SM (64 registers, no spills).
+template <class T, int VEC, GroupNormLayout L> constexpr bool kNarrow =
+    L == GroupNormLayout::kChannelsLast && sizeof(T) == 2 && VEC == kNarrowVec;
+
 // STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch).
 template <class T, int VEC, GroupNormLayout L, bool STREAM = true>
-__global__ void __launch_bounds__(kThreads, 1) residentKernel(Gn<T> a) {
+__global__ void __launch_bounds__(kThreads, kNarrow<T, VEC, L> ? 2 : 1) residentKernel(Gn<T> a) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red2[2][32];
     constexpr bool kCl = L == GroupNormLayout::kChannelsLast;
@@ -451,9 +457,10 @@ __global__ void __launch_bounds__(kThreads, 1) residentKernel(Gn<T> a) {
     t.rstd = t.mean + int64_t(a.maxPieces) * width;
     if (a.stats) {
         const int32_t staged = int32_t((t.u1 - t.rs) * ue);
-        if (staged) {
-            stage<T, VEC>(sx, a.x + t.rs * ue, staged);
-            if (a.skipMode == GroupNormSkip::kFull) stage<T, VEC>(sk, a.skip + t.rs * ue, staged);
+        if (staged) { // narrow plans stage in 16-byte packs too (their pixels are whole ones)
+            constexpr int kStage = kNarrow<T, VEC, L> ? int(16 / sizeof(T)) : VEC;
+            stage<T, kStage>(sx, a.x + t.rs * ue, staged);
+            if (a.skipMode == GroupNormSkip::kFull) stage<T, kStage>(sk, a.skip + t.rs * ue, staged);
         }
         loadShifts<kCl>(a, t);
         if (staged) waitStaged();
