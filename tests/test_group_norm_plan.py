@@ -174,3 +174,6 @@ def test_plans_for_two_ctas_per_sm(dtype):
     # a channels-last row of 16-bit packs that is not whole 16-byte packs: not narrow, as before
     odd = group_norm.resident_plan(2, 100, 4096, 4, "float16", "none", "channels_last", configured=False, device=two)
     assert odd[3] and not odd[4]
+    # 2560 channels are 640 packs of 4 a pixel, past a CTA's 512 threads: not narrow (its 16-byte packs)
+    wide = group_norm.resident_plan(2, 2560, 64, 32, "float16", "none", "channels_last", configured=False, device=two)
+    assert wide[0] > 0 and wide[3] and not wide[4]

@@ -215,12 +215,13 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
     if (!clThreadsOk(g)) return {};
     const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
     if (dev.sms > 0 && dev.ctasPerSm >= 1) {
-        const bool narrow = dev.ctasPerSm >= 2 && narrowOk(dt, s, aligned);
-        const Geometry f = narrow ? geometry(dt, s, kNarrowVec) : g;
+        const Geometry n4 = geometry(dt, s, kNarrowVec);
+        const bool narrow = dev.ctasPerSm >= 2 && narrowOk(dt, s, aligned) && clThreadsOk(n4);
+        const Geometry& f = narrow ? n4 : g;
         const int64_t all = int64_t(dev.sms) * dev.ctasPerSm, ctas = all < kMaxCtas ? all : kMaxCtas;
         GroupNormResidentPlan p = split(f, needed < ctas ? needed : ctas, 0);
         const int64_t free = dev.smemPerBlock - auxSmem(f, p.per) - 64; // 64: the staged copies' rounding
-        if (clThreadsOk(f) && free >= 0) {
+        if (free >= 0) {
             const int64_t fits = free / f.unitSmem / f.align * f.align;
             p.resident = fits < p.per ? fits : p.per;
             p.fused = true;
@@ -290,7 +291,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
     const bool planOk = c.grid >= 1 && c.grid <= kMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
                         c.grid == ceilDiv(g.units, c.per) && c.resident >= 0 && c.resident <= c.per &&
                         (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset &&
-                        (!c.narrow || (c.fused && narrowOk(dt, s, aligned)));
+                        (!c.narrow || (c.fused && narrowOk(dt, s, aligned) && clThreadsOk(geometry(dt, s, kNarrowVec))));
     GroupNormResidentPlan plan = planOk ? c : twoLaunches;
     const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(g.width) + size_t(s.n * s.groups)) * sizeof(float2));
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
