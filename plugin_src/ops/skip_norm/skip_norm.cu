@@ -140,7 +140,7 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
 } // namespace
 
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
-    if (hidden >= 1 && !small && !ioWeights && aotPicked(dt, norm, skip, hidden)) return kSkipNormAotVariant;
+    if (!small && !ioWeights && aotPicked(dt, norm, skip, hidden)) return kSkipNormAotVariant;
     return skipNormCudaVariant(dt, norm, skip, hidden, ioWeights, small);
 }
 
@@ -193,10 +193,12 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     const bool io = args.gammaIo && es == 2 && vec && args.hidden % vw == 0;
     const bool small = skipNormSmall(args.rows, args.hidden);
     int32_t v = small ? args.smallVariant : args.variant;
-    if (v < 0 && !small && !args.gammaIo && aotPicked(dt, args.norm, skip, args.hidden)) v = kSkipNormAotVariant;
-    if (v == kSkipNormAotVariant) {
-        if (const Cubin* c = aotCubin(dt, args, vec)) return launchAot(*c, args, stream);
-        v = -1; // none for this launch: the pick
+    // the AOT kernel when configured, or (no variant) where measured faster, and this launch's form has one
+    const bool aot = v == kSkipNormAotVariant;
+    if (aot || (v < 0 && !small && !args.gammaIo)) {
+        const Cubin* c = aotCubin(dt, args, vec);
+        if (c && (aot || c->picked)) return launchAot(*c, args, stream);
+        if (aot) v = -1; // none for this launch: the pick
     }
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
         v = pick(es, dt == DType::kBFloat16, args.norm, skip, args.hidden, vec, io, small);
