@@ -99,10 +99,10 @@ void GroupNormOp::onConfiguredDims(DType dt, Format f, const Dims* in, int32_t n
     GroupNormShape s;
     s.n = n, s.channels = c, s.spatial = spatial, s.groups = mP.numGroups, s.skip = key.skip;
     layoutOf(f, c, s.layout, s.channelStride);
-    mResidentPlan = {};
-    if (s.layout == GroupNormLayout::kChannelsLast || groupNormResidentFirst(dt, s, mP.act))
-        mResidentPlan = groupNormResidentConfigure(dt, s, true);
-    if (s.layout == GroupNormLayout::kChannelsFirst && !mResidentPlan.fused) { // the split design
+    const bool cl = s.layout == GroupNormLayout::kChannelsLast;
+    mResidentPlan = cl || groupNormResidentFirst(dt, s, mP.act) ? groupNormResidentConfigure(dt, s, true)
+                                                                : GroupNormResidentPlan{};
+    if (!cl && !mResidentPlan.fused) { // channels-first: the split design but where the fused resident one wins
         mResidentPlan = {};
         mPlan = groupNormConfigure(dt, n, mP.numGroups, c / mP.numGroups * spatial, key.skip);
     }
