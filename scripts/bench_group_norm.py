@@ -91,10 +91,7 @@ def point(shape, dt, silu, lig, oss, compile_it):
     two = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout="channels_last", configured=False)
     # the fused plans of two CTAs per SM (half the shared memory each; 16-bit channels-last narrow); where
     # two CTAs cannot be resident the cooperative launch is refused and it runs as two launches
-    prop = torch.cuda.get_device_properties(x.device)
-    twice = dict(sms=prop.multi_processor_count, smem_per_block=prop.shared_memory_per_block_optin // 2 - 2048,
-                 ctas_per_sm=2)
-    x2 = {lay: group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=lay, configured=False, device=twice)
+    x2 = {lay: group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=lay, ctas_per_sm=2)
           for lay in ("channels_first", "channels_last")}
     fns = {"ours_cl": lambda: ours(xcl, ycl), "ours_cf": lambda: ours(x, y),
            "cl_two_launches": lambda: ours(xcl, ycl, resident=two),

@@ -157,23 +157,23 @@ def test_channels_first_takes_the_resident_design_where_it_measured_faster():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_plans_for_two_ctas_per_sm(dtype):
-    """Described for two CTAs per SM (half the shared memory each): twice the CTAs, 16-bit channels-last
-    in 8-byte packs (narrow: 64 registers, two CTAs fit), channels-first and FP32 as they are."""
-    two = dict(RESIDENT_H200, smem_per_block=RESIDENT_H200["smem_per_block"] // 2 - 1024, ctas_per_sm=2)
+    """Planned for two CTAs per SM (each a share of the SM's shared memory): twice the CTAs, 16-bit
+    channels-last in 8-byte packs (narrow: 64 registers, two CTAs fit), channels-first and FP32 as they are."""
+    two = dict(configured=False, device=RESIDENT_H200, ctas_per_sm=2)
     for shape in [(2, 320, 4096), (8, 320, 4096), (2, 640, 1024), (2, 1280, 256)]:
         n, c, spatial = shape
         one = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last", configured=False,
                                        device=RESIDENT_H200)
         grid, per, resident, fused, narrow = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last",
-                                                                      configured=False, device=two)
+                                                                      **two)
         assert fused and narrow == (dtype != "float32"), (shape, narrow)
         assert grid <= 264 and grid == math.ceil(n * spatial / per) and 0 < resident <= per
         assert grid >= one[0] and spatial % per == 0, (shape, grid, per, one)
-        cf = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_first", configured=False, device=two)
+        cf = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_first", **two)
         assert cf[3] and not cf[4] and cf[0] <= 264
     # a channels-last row of 16-bit packs that is not whole 16-byte packs: not narrow, as before
-    odd = group_norm.resident_plan(2, 100, 4096, 4, "float16", "none", "channels_last", configured=False, device=two)
+    odd = group_norm.resident_plan(2, 100, 4096, 4, "float16", "none", "channels_last", **two)
     assert odd[3] and not odd[4]
     # 2560 channels are 640 packs of 4 a pixel, past a CTA's 512 threads: not narrow (its 16-byte packs)
-    wide = group_norm.resident_plan(2, 2560, 64, 32, "float16", "none", "channels_last", configured=False, device=two)
+    wide = group_norm.resident_plan(2, 2560, 64, 32, "float16", "none", "channels_last", **two)
     assert wide[0] > 0 and wide[3] and not wide[4]

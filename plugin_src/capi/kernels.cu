@@ -148,10 +148,12 @@ TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long cha
                                             long long sms, long long smem_per_block, long long ctas_per_sm,
                                             long long* plan) {
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
-    trtp::GroupNormResidentDevice dev; // described (sms 0: two launches)
-    dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block), dev.ctasPerSm = int32_t(ctas_per_sm);
-    putPlan(configured ? trtp::groupNormResidentConfigure(trtp::DType(dtype), s, true)
-                       : trtp::groupNormResidentPlan(trtp::DType(dtype), s, true, dev), plan);
+    trtp::GroupNormResidentDevice dev; // this GPU, or described (sms 0: two launches)
+    if (configured) dev = trtp::groupNormResidentDevice();
+    else dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
+    dev.ctasPerSm = int32_t(ctas_per_sm);
+    putPlan(configured && ctas_per_sm == 1 ? trtp::groupNormResidentConfigure(trtp::DType(dtype), s, true)
+                                           : trtp::groupNormResidentPlan(trtp::DType(dtype), s, true, dev), plan);
 }
 
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,

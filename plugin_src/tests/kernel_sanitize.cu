@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
                         if (half.resident < plans[0].resident) plans.push_back(half);
                     }
                     trtp::GroupNormResidentDevice two = rdev; // two CTAs per SM: 16-bit channels-last narrow
-                    two.smemPerBlock = (rdev.smemPerBlock + 1024) / 2 - 2048, two.ctasPerSm = 2;
+                    two.ctasPerSm = 2;
                     const trtp::GroupNormResidentPlan narrow = trtp::groupNormResidentPlan(dt, shape, true, two);
                     if (narrow.narrow) plans.push_back(narrow);
                     for (const trtp::GroupNormResidentPlan& plan : plans) {

@@ -65,8 +65,6 @@ def make_cl(torch, gen, shape, dt, variant, cs, offset=0):
 def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     """The plugin's plan on this GPU, half of each range on chip (fused plans), the two launches, and
     (16-bit channels-last) the narrow fused plan of two CTAs per SM."""
-    import torch
-
     n, c = shape[:2]
     spatial = int(np.prod(shape[2:]))
     mode = {None: "none", "full": "full", "channel": "per_channel"}[skip_kind]
@@ -76,9 +74,7 @@ def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     if conf[3] and conf[1] > 1:
         align = 1 if layout == "channels_last" else 16 // tdtype_size(dtype)
         plans.append((conf[0], conf[1], min(conf[2], conf[1] // 2 // align * align), True, False))
-    prop = torch.cuda.get_device_properties(0)
-    two = group_norm.resident_plan(*args, configured=False, device=dict(
-        sms=prop.multi_processor_count, smem_per_block=prop.shared_memory_per_block_optin // 2 - 2048, ctas_per_sm=2))
+    two = group_norm.resident_plan(*args, ctas_per_sm=2)
     if two[3] and two[4]:  # narrow kernels are built for two CTAs per SM; the others may not fit two
         plans.append(two)
     return list(dict.fromkeys(plans))

@@ -50,9 +50,9 @@ struct GroupNormResidentPlan {
 // What the resident design needs to know about a GPU.
 struct GroupNormResidentDevice {
     int32_t sms = 0;          // multiprocessors (0: no cooperative launch, two launches)
-    int32_t smemPerBlock = 0; // dynamic shared memory a CTA may use
-    int32_t ctasPerSm = 1;    // fused CTAs per SM the plan is for (2: 16-bit channels-last runs narrow);
-                              // the plugin plans for 1 (2 is measured by forcing it: bench_group_norm)
+    int32_t smemPerBlock = 0; // dynamic shared memory a CTA may opt into
+    int32_t ctasPerSm = 1;    // fused CTAs per SM the plan is for (2: each a share of the SM's shared memory,
+                              // 16-bit channels-last narrow); the plugin plans for 1 (2 is forced to measure it)
 };
 GroupNormResidentDevice groupNormResidentDevice() noexcept;
 

@@ -75,14 +75,9 @@ int64_t vecFor(DType dt, const GroupNormShape& s, bool aligned) {
     return aligned && fits ? v : 1;
 }
 
-// Whether a shape can run narrow (GroupNormResidentPlan::narrow): 16-bit channels-last in 16-byte packs.
-bool narrowOk(DType dt, const GroupNormShape& s, bool aligned) {
-    return s.layout == GroupNormLayout::kChannelsLast && elemBytes(dt) == 2 && vecFor(dt, s, aligned) == vecOf(dt);
-}
-
-// The pack width a plan runs.
-int64_t planVec(DType dt, const GroupNormShape& s, bool aligned, bool narrow) {
-    return narrow ? kNarrowVec : vecFor(dt, s, aligned);
+// The geometry a plan runs: its widest pack, or a narrow plan's 8-byte packs.
+Geometry geometryOf(DType dt, const GroupNormShape& s, bool aligned, bool narrow) {
+    return geometry(dt, s, narrow ? kNarrowVec : vecFor(dt, s, aligned));
 }
 
 bool shapeOk(const GroupNormShape& s) {
@@ -97,6 +92,13 @@ bool shapeOk(const GroupNormShape& s) {
 }
 
 bool clThreadsOk(const Geometry& g) { return !g.cl || (g.packs >= 1 && g.packs <= kThreads); }
+
+// Whether a shape can run narrow (GroupNormResidentPlan::narrow): 16-bit channels-last in 16-byte packs,
+// a pixel's 8-byte packs within a CTA's threads.
+bool narrowOk(DType dt, const GroupNormShape& s, bool aligned) {
+    return s.layout == GroupNormLayout::kChannelsLast && elemBytes(dt) == 2 && vecFor(dt, s, aligned) == vecOf(dt) &&
+           clThreadsOk(geometry(dt, s, kNarrowVec));
+}
 
 // Channels-last, units per CTA rounded up to a divisor of a sample's pixels (or a multiple of them),
 // where that costs at most half as much again: no CTA's range then meets two samples (H100, run 3:
@@ -209,18 +211,25 @@ bool groupNormChannelsLastOk(DType dt, int64_t channels, int64_t channelStride) 
     return channels >= 1 && cs >= channels && cs / (cs % vecOf(dt) == 0 ? vecOf(dt) : 1) <= kThreads;
 }
 
+// Dynamic shared memory each of dev.ctasPerSm CTAs of an SM may use: the opt-in (with the static part)
+// shared between them, less each one's static part and, past the first, the driver's reserve per CTA.
+int64_t ctaSmem(const GroupNormResidentDevice& dev) {
+    constexpr int64_t kDriverReserve = 1024;
+    const int64_t k = dev.ctasPerSm;
+    return (dev.smemPerBlock + kStaticSmem) / k - kStaticSmem - (k > 1 ? kDriverReserve : 0);
+}
+
 GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev) {
     if (!shapeOk(s) || s.n == 0 || s.spatial == 0) return {};
     const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
     if (!clThreadsOk(g)) return {};
     const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
     if (dev.sms > 0 && dev.ctasPerSm >= 1) {
-        const Geometry n4 = geometry(dt, s, kNarrowVec);
-        const bool narrow = dev.ctasPerSm >= 2 && narrowOk(dt, s, aligned) && clThreadsOk(n4);
-        const Geometry& f = narrow ? n4 : g;
+        const bool narrow = dev.ctasPerSm >= 2 && narrowOk(dt, s, aligned);
+        const Geometry f = geometryOf(dt, s, aligned, narrow);
         const int64_t all = int64_t(dev.sms) * dev.ctasPerSm, ctas = all < kMaxCtas ? all : kMaxCtas;
         GroupNormResidentPlan p = split(f, needed < ctas ? needed : ctas, 0);
-        const int64_t free = dev.smemPerBlock - auxSmem(f, p.per) - 64; // 64: the staged copies' rounding
+        const int64_t free = ctaSmem(dev) - auxSmem(f, p.per) - 64; // 64: the staged copies' rounding
         if (free >= 0) {
             const int64_t fits = free / f.unitSmem / f.align * f.align;
             p.resident = fits < p.per ? fits : p.per;
@@ -247,7 +256,7 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
     try {
         const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, groupNormResidentDevice());
         if (!p.fused) return p;
-        const Geometry g = geometry(dt, s, planVec(dt, s, aligned, p.narrow));
+        const Geometry g = geometryOf(dt, s, aligned, p.narrow);
         const size_t smem = smemOf(g, p);
         int blocks = 0;
         cudaError_t e = dispatchDType(dt, [&](auto tag) {
@@ -291,7 +300,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
     const bool planOk = c.grid >= 1 && c.grid <= kMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
                         c.grid == ceilDiv(g.units, c.per) && c.resident >= 0 && c.resident <= c.per &&
                         (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset &&
-                        (!c.narrow || (c.fused && narrowOk(dt, s, aligned) && clThreadsOk(geometry(dt, s, kNarrowVec))));
+                        (!c.narrow || (c.fused && narrowOk(dt, s, aligned)));
     GroupNormResidentPlan plan = planOk ? c : twoLaunches;
     const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(g.width) + size_t(s.n * s.groups)) * sizeof(float2));
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
@@ -310,7 +319,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
         const auto run = [&](const GroupNormResidentPlan& p) {
-            const Geometry pg = p.narrow ? geometry(dt, s, kNarrowVec) : g; // the plan's pack width
+            const Geometry pg = geometryOf(dt, s, aligned, p.narrow);
             a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
             return launchWith(pg, a, p, smemOf(pg, p), stream);
