@@ -314,6 +314,8 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.shifts = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + partialBytes);
         a.units = g.units, a.segLen = g.segLen;
         a.spatialDiv = FastDiv(uint32_t(s.spatial));
+        a.widthDiv = FastDiv(uint32_t(g.width));
+        a.perDivOk = g.units < kMaxOffset;
         a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.channels = int32_t(s.channels);
         a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
@@ -322,6 +324,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
             const Geometry pg = geometryOf(dt, s, aligned, p.narrow);
             a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
+            a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
             return launchWith(pg, a, p, smemOf(pg, p), stream);
         };
         cudaError_t e = run(plan);

@@ -69,6 +69,8 @@ template <class T> struct Gn {
     float* shifts;  // [segment * width + g]: K
     int64_t units, segLen, per, resident;
     FastDiv spatialDiv;          // channels-first: an element's channel in its group
+    FastDiv perDiv, widthDiv;    // a unit's CTA (units < 2^31, else perDiv unused); a target's piece
+    bool perDivOk;               // units < 2^31
     int32_t spatial, cpg, channels, cstride, groups;
     int32_t packs, rows;         // channels-last: packs per pixel, pixels per CTA step
     int32_t maxPieces;           // segments a CTA's range meets, at most
@@ -144,13 +146,18 @@ template <bool CL, class T> __device__ __forceinline__ float shiftOf(const Gn<T>
 template <bool CL, class T> __device__ __forceinline__ void loadShifts(const Gn<T>& a, const Cta<T>& t) {
     const int32_t width = CL ? a.groups : 1;
     for (int32_t i = threadIdx.x; i < t.pieces * width; i += kThreads) {
-        const int32_t p = i / width, g = i - p * width;
+        const int32_t p = int32_t(a.widthDiv.div(uint32_t(i))), g = i - p * width;
         const int64_t s = t.first + p;
         const float k = shiftOf<CL>(a, s, g);
         t.shift[i] = k;
         if (t.begin(a, p) == s * a.segLen) a.shifts[s * width + g] = k;
     }
     __syncthreads();
+}
+
+// The CTA whose range holds unit u.
+template <class T> __device__ __forceinline__ int64_t ctaOf(const Gn<T>& a, int64_t u) {
+    return a.perDivOk ? int64_t(a.perDiv.div(uint32_t(u))) : u / a.per;
 }
 
 // Every piece's mean and rstd from the partials of the CTAs that share its segment, in a fixed order:
@@ -163,10 +170,10 @@ template <bool CL, class T> __device__ __forceinline__ void gatherStats(const Gn
         const int32_t k = k0 + int32_t(threadIdx.x) / kTP;
         float s1 = 0.f, s2 = 0.f, shift = 0.f;
         if (k < targets) {
-            const int32_t p = k / width, g = k - p * width;
+            const int32_t p = int32_t(a.widthDiv.div(uint32_t(k))), g = k - p * width;
             const int64_t s = t.first + p;
             if (!fused) shift = a.shifts[s * width + g];
-            const int64_t j0 = s * a.segLen / a.per, j1 = ((s + 1) * a.segLen - 1) / a.per;
+            const int64_t j0 = ctaOf(a, s * a.segLen), j1 = ctaOf(a, (s + 1) * a.segLen - 1);
 #pragma unroll 4
             for (int64_t j = j0 + sub; j <= j1; j += kTP) {
                 const float2 v = a.slots[g * a.slotStride + j + s];
@@ -281,25 +288,37 @@ template <bool STREAM, class T, int VEC> __device__ void cfNorm(const Gn<T>& a, 
 // This thread's channels: pack `c / VEC` of every `rows`-th pixel from `r`; idle threads (r >= rows) hold none.
 template <int VEC> struct Lane {
     int32_t r, c;   // pixel row, first channel
+    int32_t g0;     // channel c's group
     bool active;
     uint32_t valid; // bit e: channel c + e < channels (not the pad)
+    uint32_t next;  // bit e: channel c + e starts a group after channel c's
     template <class T> __device__ __forceinline__ explicit Lane(const Gn<T>& a) {
         r = int32_t(threadIdx.x) / a.packs;
         c = (int32_t(threadIdx.x) - r * a.packs) * VEC;
+        g0 = c / a.cpg;
         active = r < a.rows;
-        valid = 0;
+        valid = next = 0;
+        int32_t k = c - g0 * a.cpg; // c's place in its group
 #pragma unroll
-        for (int e = 0; e < VEC; ++e)
+        for (int e = 0; e < VEC; ++e) {
             if (c + e < a.channels) valid |= 1u << e;
+            if (e && ++k == a.cpg) next |= 1u << e, k = 0;
+        }
     }
     __device__ __forceinline__ bool ok(int e) const { return valid >> e & 1; }
+    // Channel c + e's group (past the channels for the pad).
+    __device__ __forceinline__ void groups(int32_t (&g)[VEC]) const {
+        int32_t v = g0;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) g[e] = v += next >> e & 1;
+    }
 };
 
-// Calls f(s values, element offset) for this lane's packs of pixels [p0, p1) (flat pixel indices),
-// from src as cfWalk; add: the per-channel part of s.
+// Calls f(x + full skip, element offset) for this lane's packs of pixels [p0, p1) (flat pixel indices),
+// from src as cfWalk; the callers fold the per-channel part of s into their constants.
 template <Src S, int U, class T, int VEC, class F>
 __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const T* xs, const T* ks, int64_t base, int64_t p0,
-                                       int64_t p1, const float (&add)[VEC], F&& f) {
+                                       int64_t p1, F&& f) {
     if (!l.active) return;
     const int64_t step = a.rows;
     for (int64_t q0 = p0 + l.r; q0 < p1; q0 += step * U) {
@@ -319,8 +338,6 @@ __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const
             if (q >= p1) continue;
             float v[VEC];
             packValues(a, px[u], pk[u], v);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) v[e] += add[e];
             f(v, q * a.cstride + l.c);
         }
     }
@@ -328,13 +345,13 @@ __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const
 
 template <Src S, bool STREAM, class T, int VEC, class F>
 __device__ __forceinline__ void clEach(const Gn<T>& a, const Cta<T>& t, const Lane<VEC>& l, int64_t p0, int64_t p1,
-                                       const float (&add)[VEC], bool sharedFirst, F&& f) {
+                                       bool sharedFirst, F&& f) {
     const int64_t g1 = p1 < t.rs ? p1 : t.rs, s0 = p0 > t.rs ? p0 : t.rs;
     if constexpr (STREAM)
-        if (!sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, add, f);
-    if (s0 < p1) clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, s0, p1, add, f);
+        if (!sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, f);
+    if (s0 < p1) clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, s0, p1, f);
     if constexpr (STREAM)
-        if (sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, add, f);
+        if (sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, f);
 }
 
 template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a, const Lane<VEC>& l, int64_t n, float (&add)[VEC]) {
@@ -367,16 +384,19 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
     for (int32_t p = 0; p < t.pieces; ++p) {
         const int64_t n = t.first + p;
         float add[VEC], k[VEC], s1[VEC], s2[VEC];
+        int32_t g[VEC];
         clAdd(a, l, n, add);
+        l.groups(g);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            k[e] = l.ok(e) ? t.shift[p * a.groups + (l.c + e) / a.cpg] : 0.f;
+            k[e] = l.ok(e) ? t.shift[p * a.groups + g[e]] - add[e] : 0.f; // d = s - K = x (+ skip) - (K - add)
             s1[e] = s2[e] = 0.f;
         }
-        clEach<Src::kKeep, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), add, false, [&](const float (&v)[VEC], int64_t) {
+        // The pad's sums (garbage) are never read: clGroupSums adds real channels only.
+        clEach<Src::kKeep, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), false, [&](const float (&v)[VEC], int64_t) {
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
-                const float d = l.ok(e) ? v[e] - k[e] : 0.f;
+                const float d = v[e] - k[e];
                 s1[e] += d;
                 s2[e] = fmaf(d, d, s2[e]);
             }
@@ -399,23 +419,29 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
     const Lane<VEC> l(a);
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         float add[VEC], m[VEC], sc[VEC], sh[VEC];
+        int32_t g[VEC];
         clAdd(a, l, t.first + p, add);
+        l.groups(g);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            const int32_t i = p * a.groups + (l.ok(e) ? (l.c + e) / a.cpg : 0);
-            m[e] = l.ok(e) ? t.mean[i] : 0.f;
+            const int32_t i = p * a.groups + (l.ok(e) ? g[e] : 0);
+            m[e] = l.ok(e) ? t.mean[i] - add[e] : 0.f; // s - mean = x (+ skip) - (mean - add)
             sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
             sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
         }
-        clEach<Src::kLast, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), add, true, [&](const float (&v)[VEC], int64_t o) {
-            float w[VEC], s[VEC];
+        clEach<Src::kLast, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), true, [&](const float (&v)[VEC], int64_t o) {
+            float w[VEC];
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
-                s[e] = l.ok(e) ? v[e] : 0.f; // the pad is written as zero
-                w[e] = l.ok(e) ? fmaf(v[e] - m[e], sc[e], sh[e]) : 0.f;
+                w[e] = l.ok(e) ? fmaf(v[e] - m[e], sc[e], sh[e]) : 0.f; // the pad is written as zero
                 if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
             }
-            if (a.sum) storeFloats<T, VEC>(a.sum + o, s);
+            if (a.sum) {
+                float s[VEC];
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) s[e] = l.ok(e) ? v[e] + add[e] : 0.f;
+                storeFloats<T, VEC>(a.sum + o, s);
+            }
             storeFloats<T, VEC>(a.y + o, w);
         });
     }
