@@ -8,7 +8,7 @@ import pytest
 from trtplugins.ops import skip_norm
 
 HOIST, VEC, WARP, LONG, LOOP = 32, 64, 16, 15, 6
-PACKS = (1, 2, 3, 4, 6, 8)  # packs per thread by variant index (skip_norm.cu kNvs)
+PACKS = (1, 2, 3, 4, 6, 8)  # packs per thread by variant index (variants.cuh kNvs)
 
 
 pytestmark = pytest.mark.usefixtures("kernel_library")
@@ -66,7 +66,7 @@ EDGES = (128, 256, 384, 512, 768, 2048, 3072, 4096, 5120, 6144, 8192, 12288, 163
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("norm,skip", [("layer", False), ("layer", True), ("rms", False), ("rms", True)])
 def test_every_row_length_picks_a_built_kernel(dtype, norm, skip):
-    # the build instantiates only the kernels pick() returns near its boundaries (skip_norm.cu built())
+    # the build instantiates only the kernels pick() returns near its boundaries (variants.cuh built())
     hiddens = set(range(1, 80)) | {e + d for e in EDGES for d in range(-9, 10)} | {20000, 32768, 40001}
     for hidden in sorted(hiddens):
         built = set(skip_norm.candidates(dtype, norm, skip, hidden))
