@@ -13,6 +13,8 @@
 #   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
+#   gnsrc    ncu per SASS instruction (executed, stall samples) of the resident GroupNorm kernel: channels-last at
+#            SD batch 2 and at 1x1280x8x8 (14 us for 0.2 MB in run 3), channels-first at 1x1280x8x8
 #   autotune the configurations of every form, dtype and hidden size (triton ran FP16 at 768/4096/16384):
 #            $OUT/triton_configs.json, to commit as plugin_src/ops/skip_norm/triton_configs.json before triton
 set -uo pipefail
@@ -47,6 +49,23 @@ for _ in range(2): g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, la
 torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
+  gnsrc) bash $batch > /dev/null || exit 1 # the build only
+        export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
+        for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
+          set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}
+          timeout 90 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
+            --section SpeedOfLight -o "$OUT/$name" -f python3 -c "
+import torch, sys; sys.path.insert(0, '.')
+from trtplugins.ops import group_norm as g
+x = torch.randn($2, $3, $4, $5, device='cuda', dtype=torch.float16)
+x = x.contiguous(memory_format=torch.channels_last) if '$1' == 'channels_last' else x
+w = torch.ones($3, device='cuda')
+g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, layout='$1')
+torch.cuda.synchronize()" > "$OUT/$name.log" 2>&1
+          ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
+          ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
+          grep -E "Duration|Warp Cycles Per Issued|Issued Warp" "$OUT/$name.txt" | head -3; wc -l < "$OUT/$name.sass.csv"
+        done ;;
   triton) timeout 240 python3 benchmarks/experiments/triton_aot_check.py --autotune plugin_src/ops/skip_norm/triton_configs.json \
             --dtypes float16 --mib 32 --hiddens 768 4096 16384 > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log"
           cp plugin_src/ops/skip_norm/triton_configs.json "$OUT/" 2>/dev/null
@@ -60,5 +79,5 @@ torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
            > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
            --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log" ;;
-  *) sed -n '2,17p' "$0"; exit 2 ;;
+  *) sed -n '2,19p' "$0"; exit 2 ;;
 esac
