@@ -13,6 +13,7 @@
 #   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
+#   gnq      a short gn (9 shapes, FP16, no compile) then gnsrc, where the budget is short
 #   gnsrc    ncu per SASS instruction (executed, stall samples) of the resident GroupNorm kernel: channels-last at
 #            SD batch 2 and at 1x1280x8x8 (14 us for 0.2 MB in run 3), channels-first at 1x1280x8x8
 #   autotune the configurations of every form, dtype and hidden size (triton ran FP16 at 768/4096/16384):
@@ -49,6 +50,8 @@ for _ in range(2): g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, la
 torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
+  gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=300 bash $batch
+       bash "$0" gnsrc ;;
   gnsrc) bash $batch > /dev/null || exit 1 # the build only
         export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
@@ -79,5 +82,5 @@ torch.cuda.synchronize()" > "$OUT/$name.log" 2>&1
            > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
            --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log" ;;
-  *) sed -n '2,19p' "$0"; exit 2 ;;
+  *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
