@@ -109,7 +109,7 @@ template <class T> struct Cta {
     int32_t pieces;       // segments met
     const T* sx;          // staged x (unit rs at sx[0])
     const T* sk;          // staged full skip
-    float* red;           // channels-last: rows x cstride floats (per-channel sums)
+    float2* red;          // channels-last: rows x cstride per-channel sums (of d, d^2)
     float* shift;         // pieces x width: K of each piece (and group)
     float* mean;          // pieces x width
     float* rstd;          // pieces x width
@@ -359,21 +359,27 @@ template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a
     for (int e = 0; e < VEC; ++e) add[e] = l.ok(e) ? channelAdd<true>(a, n, l.c + e) : 0.f;
 }
 
-// Sums red[rr * cstride + c] over the rows and the channels of each group into out[g]: a thread per
-// channel over the rows (the column's sum left in row 0), then a warp per group over its channels.
-template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float* red, float* out) {
+// Sums red[rr * cstride + c] over the rows and the channels of each group into (out1[g], out2[g]): a
+// thread per channel over the rows (the column's sum left in row 0), then a warp per group over its channels.
+template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, float* out1, float* out2) {
     for (int32_t c = threadIdx.x; c < a.channels; c += kThreads) {
-        float v = 0.f;
-        for (int32_t rr = 0; rr < a.rows; ++rr) v += red[rr * a.cstride + c];
+        float2 v = make_float2(0.f, 0.f);
+        for (int32_t rr = 0; rr < a.rows; ++rr) {
+            const float2 r = red[rr * a.cstride + c];
+            v.x += r.x, v.y += r.y;
+        }
         red[c] = v; // only this thread reads column c
     }
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kThreads / 32;
     for (int32_t g = warp; g < a.groups; g += nw) {
-        float v = 0.f;
-        for (int32_t k = lane; k < a.cpg; k += 32) v += red[g * a.cpg + k];
-        v = warpSum(v);
-        if (lane == 0) out[g] = v;
+        float v1 = 0.f, v2 = 0.f;
+        for (int32_t k = lane; k < a.cpg; k += 32) {
+            const float2 r = red[g * a.cpg + k];
+            v1 += r.x, v2 += r.y;
+        }
+        v1 = warpSum(v1), v2 = warpSum(v2);
+        if (lane == 0) out1[g] = v1, out2[g] = v2;
     }
 }
 
@@ -401,15 +407,13 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
                 s2[e] = fmaf(d, d, s2[e]);
             }
         });
-        // Per channel over the rows, then per group over its channels: through t.red, s1 then s2.
-        for (int pass = 0; pass < 2; ++pass) {
-            if (l.active)
+        // Per channel over the rows, then per group over its channels, through t.red.
+        if (l.active)
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) t.red[l.r * a.cstride + l.c + e] = pass ? s2[e] : s1[e];
-            __syncthreads();
-            clGroupSums(a, t.red, pass ? g2 : g1);
-            __syncthreads();
-        }
+            for (int e = 0; e < VEC; ++e) t.red[l.r * a.cstride + l.c + e] = make_float2(s1[e], s2[e]);
+        __syncthreads();
+        clGroupSums(a, t.red, g1, g2);
+        __syncthreads();
         for (int32_t g = threadIdx.x; g < a.groups; g += kThreads) a.slots[g * a.slotStride + blockIdx.x + n] = make_float2(g1[g], g2[g]);
         __syncthreads();
     }
@@ -449,10 +453,10 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
 
 // ---- the kernel -----------------------------------------------------------------------------------
 
-// Shared memory besides the staged units (floats): channels-last's per-channel sums, then K, mean and
-// rstd of every piece (and group).
+// Shared memory besides the staged units (floats): channels-last's per-channel sums (two a channel),
+// then K, mean and rstd of every piece (and group).
 __host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int64_t cstride, int64_t pieces, int64_t width) {
-    return (cl ? rows * cstride : 0) + 3 * pieces * width;
+    return (cl ? 2 * rows * cstride : 0) + 3 * pieces * width;
 }
 
 // 16-bit channels-last in 8-byte packs: the narrow plans, two CTAs per SM (64 registers, no spills).
@@ -477,8 +481,8 @@ __global__ void __launch_bounds__(kThreads, kNarrow<T, VEC, L> ? 2 : 1) resident
     T* sx = reinterpret_cast<T*>(smem);
     T* sk = sx + slot;
     t.sx = sx, t.sk = sk, t.red2 = red2;
-    t.red = reinterpret_cast<float*>(a.skipMode == GroupNormSkip::kFull ? sk + slot : sk);
-    t.shift = t.red + (kCl ? int64_t(a.rows) * a.cstride : 0);
+    t.red = reinterpret_cast<float2*>(a.skipMode == GroupNormSkip::kFull ? sk + slot : sk);
+    t.shift = reinterpret_cast<float*>(t.red + (kCl ? int64_t(a.rows) * a.cstride : 0));
     t.mean = t.shift + int64_t(a.maxPieces) * width;
     t.rstd = t.mean + int64_t(a.maxPieces) * width;
     if (a.stats) {
