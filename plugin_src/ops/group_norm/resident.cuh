@@ -364,6 +364,7 @@ template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a
 template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, float* out1, float* out2) {
     for (int32_t c = threadIdx.x; c < a.channels; c += kThreads) {
         float2 v = make_float2(0.f, 0.f);
+#pragma unroll 2
         for (int32_t rr = 0; rr < a.rows; ++rr) {
             const float2 r = red[rr * a.cstride + c];
             v.x += r.x, v.y += r.y;
