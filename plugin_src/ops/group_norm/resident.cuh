@@ -80,6 +80,10 @@ template <class T> struct Gn {
     bool stats, norm;            // the phases this launch runs (both: fused, a grid barrier between)
 };
 
+// 16-bit channels-last in 8-byte packs: the narrow plans, two CTAs per SM (64 registers, no spills).
+template <class T, int VEC, GroupNormLayout L> constexpr bool kNarrow =
+    L == GroupNormLayout::kChannelsLast && sizeof(T) == 2 && VEC == kNarrowVec;
+
 // Where a pack comes from: shared memory (staged), or global memory read again later (evict-last) or
 // for the last time (evict-first).
 enum class Src { kShared, kKeep, kLast };
@@ -90,6 +94,13 @@ template <Src S, class T, int VEC> __device__ __forceinline__ Pack<T, VEC> fetch
 }
 
 __device__ __forceinline__ float silu(float v) { return __fdividef(v, 1.f + __expf(-v)); } // exp overflow -> 0
+
+// f(std::true_type) where the activation is SiLU, else f(std::false_type): one branch per walk, not one
+// per element.
+template <class F> __device__ __forceinline__ void withSilu(GroupNormAct act, F&& f) {
+    if (act == GroupNormAct::kSilu) f(std::true_type{});
+    else f(std::false_type{});
+}
 
 // A pack's x (+ its full skip) as FP32: s before the per-channel part.
 template <class T, int VEC>
@@ -268,18 +279,20 @@ template <bool STREAM, class T, int VEC> __device__ void cfStats(const Gn<T>& a,
 template <bool STREAM, class T, int VEC> __device__ void cfNorm(const Gn<T>& a, const Cta<T>& t) {
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         const float mean = t.mean[p], rstd = t.rstd[p];
-        cfEach<Src::kLast, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
-                                   [&](const float (&v)[VEC], int32_t c, int64_t o) {
-                                       const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
-                                       if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
-                                       float w[VEC];
+        withSilu(a.act, [&](auto act) {
+            cfEach<Src::kLast, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
+                                               [&](const float (&v)[VEC], int32_t c, int64_t o) {
+                const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
+                if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
+                float w[VEC];
 #pragma unroll
-                                       for (int e = 0; e < VEC; ++e) {
-                                           w[e] = fmaf(v[e] - mean, sc, sh);
-                                           if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
-                                       }
-                                       storeFloats<T, VEC>(a.y + o, w);
-                                   });
+                for (int e = 0; e < VEC; ++e) {
+                    w[e] = fmaf(v[e] - mean, sc, sh);
+                    if constexpr (decltype(act)::value) w[e] = silu(w[e]);
+                }
+                storeFloats<T, VEC>(a.y + o, w);
+            });
+        });
     }
 }
 
@@ -434,20 +447,29 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
             sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
             sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
         }
-        clEach<Src::kLast, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), true, [&](const float (&v)[VEC], int64_t o) {
-            float w[VEC];
+        // The pad is written as zero: per element only in the lane whose pack holds some (padded).
+        const auto walk = [&](auto act, auto padded) {
+            clEach<Src::kLast, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), true, [&](const float (&v)[VEC], int64_t o) {
+                float w[VEC];
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                w[e] = l.ok(e) ? fmaf(v[e] - m[e], sc[e], sh[e]) : 0.f; // the pad is written as zero
-                if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
-            }
-            if (a.sum) {
-                float s[VEC];
+                for (int e = 0; e < VEC; ++e) {
+                    const bool ok = !decltype(padded)::value || l.ok(e);
+                    w[e] = ok ? fmaf(v[e] - m[e], sc[e], sh[e]) : 0.f;
+                    if constexpr (decltype(act)::value) w[e] = silu(w[e]);
+                }
+                if (a.sum) {
+                    float s[VEC];
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) s[e] = l.ok(e) ? v[e] + add[e] : 0.f;
-                storeFloats<T, VEC>(a.sum + o, s);
-            }
-            storeFloats<T, VEC>(a.y + o, w);
+                    for (int e = 0; e < VEC; ++e) s[e] = !decltype(padded)::value || l.ok(e) ? v[e] + add[e] : 0.f;
+                    storeFloats<T, VEC>(a.sum + o, s);
+                }
+                storeFloats<T, VEC>(a.y + o, w);
+            });
+        };
+        withSilu(a.act, [&](auto act) {
+            // (narrow kernels: one walk, the second would spill at 64 registers)
+            if (!kNarrow<T, VEC, GroupNormLayout::kChannelsLast> && l.valid == (1u << VEC) - 1) walk(act, std::false_type{});
+            else walk(act, std::true_type{});
         });
     }
 }
@@ -459,10 +481,6 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
 __host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int64_t cstride, int64_t pieces, int64_t width) {
     return (cl ? 2 * rows * cstride : 0) + 3 * pieces * width;
 }
-
-// 16-bit channels-last in 8-byte packs: the narrow plans, two CTAs per SM (64 registers, no spills).
-template <class T, int VEC, GroupNormLayout L> constexpr bool kNarrow =
-    L == GroupNormLayout::kChannelsLast && sizeof(T) == 2 && VEC == kNarrowVec;
 
 // STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch).
 template <class T, int VEC, GroupNormLayout L, bool STREAM = true>
