@@ -97,18 +97,31 @@ def test_activations_cuda(torch, record, dtype):
 
 @pytest.mark.gpu
 def test_fp32_weight_copies_follow_the_weight(torch):
-    """A 16-bit weight's FP32 copy is made once and made again after an in-place change."""
+    """A 16-bit weight's FP32 copy is made once and made again after an in-place change or a new
+    storage; an FP32 weight is used as it is and the cache keeps no reference to it."""
+    import gc
+    import weakref
+
     from trtplugins.torch import _kernels
 
     T = _ops(torch)
     x, w = torch.randn(8, 256, device="cuda", dtype=torch.float16), torch.randn(256, device="cuda").half()
     a = T.skip_norm(x, norm="rms", gamma=w)[0]
-    first = _kernels._fp32[id(w)][2]
-    assert T.skip_norm(x, norm="rms", gamma=w)[0].equal(a) and _kernels._fp32[id(w)][2] is first
+    first = _kernels._weights[id(w)].w32
+    assert T.skip_norm(x, norm="rms", gamma=w)[0].equal(a) and _kernels._weights[id(w)].w32 is first
     with torch.no_grad():
         w.mul_(2)
     torch.testing.assert_close(T.skip_norm(x, norm="rms", gamma=w)[0], 2 * a, rtol=2e-3, atol=2e-3)
-    assert _kernels._fp32[id(w)][2] is not first
+    assert _kernels._weights[id(w)].w32 is not first
+    w.data = 3 * w.data  # a new storage, the version counter unchanged
+    torch.testing.assert_close(T.skip_norm(x, norm="rms", gamma=w)[0], 6 * a, rtol=4e-3, atol=4e-3)
+    w32 = torch.randn(256, device="cuda")
+    y = T.skip_norm(x, norm="rms", gamma=w32)[0]
+    torch.testing.assert_close(y.float(), T.skip_norm(x, norm="rms", gamma=w32.half())[0].float(), rtol=2e-3, atol=2e-3)
+    gone, key = weakref.ref(w32), id(w32)
+    del w32
+    gc.collect()
+    assert gone() is None and key not in _kernels._weights
 
 
 def _block(torch):

@@ -2,11 +2,11 @@
 tensors and the op's fields, returning the outputs (launched on the current stream, no
 synchronization), through each op module's kernel binding (trtplugins.ops.<op>.kernel).
 
-The kernels read FP32 weights (and, for 16-bit I/O, optional exact 16-bit copies). A weight in
-another dtype is converted once and the FP32 copy kept while the weight lives and is unchanged
-(keyed by the tensor object and its version counter), so a model in FP16 pays no conversion per
-call; under CUDA-graph capture a missing copy is converted inside the graph and not kept. The
-copies, the GroupNorm workspace and the outputs come from torch's caching allocator.
+The kernels read FP32 weights (and, for 16-bit I/O, optional exact 16-bit copies). What a weight gives
+them (its checked size, its FP32 copy and the pointers) is derived once and kept while the weight lives
+and is unchanged (the same tensor object, version counter and storage), so a model in FP16 pays no
+conversion or check per call; under CUDA-graph capture a missing copy is converted inside the graph and
+not kept. The copies, the GroupNorm workspace and the outputs come from torch's caching allocator.
 """
 
 from __future__ import annotations
@@ -21,26 +21,47 @@ from ..ops import gated_activation as _gated_activation
 from ..ops import group_norm as _group_norm
 from ..ops import skip_norm as _skip_norm
 
-_fp32: dict = {}  # id(weight) -> (a weak reference to it, its _version, its FP32 copy), while it lives
+class _Weight:
+    """A weight as the kernels take it: its FP32 copy (None where the weight is FP32 and contiguous: no
+    reference to the weight itself, so the cache never keeps one alive) and the pointer of the FP32
+    values; io: the weight's own pointer where it can serve as an exact 16-bit copy (16-bit, contiguous,
+    16-byte aligned; for I/O of its dtype only), else 0."""
+
+    __slots__ = ("ref", "version", "ptr", "dtype", "size", "w32", "p32", "io")
+
+
+_weights: dict = {}  # id(weight) -> its _Weight, while the weight lives
+
+
+def _weight(w: torch.Tensor | None, x: torch.Tensor, size: int | None = None, name: str = "weight") -> _Weight | None:
+    """w's _Weight (size: the values it must hold, checked where given)."""
+    if w is None:
+        return None
+    key = id(w)
+    hit = _weights.get(key)
+    if hit is not None and hit.ref() is w and hit.version == w._version and hit.ptr == w.data_ptr() and (
+            size is None or hit.size == size):
+        return hit
+    if w.device != x.device:
+        raise ValueError(f"weights must be on x's device {x.device}; got {w.device}")
+    r = _Weight()
+    w32 = w if w.dtype == torch.float32 and w.is_contiguous() else w.float().contiguous()
+    r.w32 = None if w32 is w else w32
+    r.dtype, r.size, r.p32 = w.dtype, w.numel(), kernels.weight(w32, name, w.numel() if size is None else size)
+    r.io = w.data_ptr() if w.element_size() == 2 and w.is_contiguous() and w.data_ptr() % 16 == 0 else 0
+    # An inference tensor has no version counter to tell a change by (converted per call); a copy made
+    # under capture lives in the graph's pool.
+    if not w.is_inference() and not torch.cuda.is_current_stream_capturing():
+        r.ref, r.version, r.ptr = weakref.ref(w, lambda _, key=key: _weights.pop(key, None)), w._version, w.data_ptr()
+        _weights[key] = r
+    return r
 
 
 def _weight32(w: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
     if w is None:
         return None
-    if w.device != x.device:
-        raise ValueError(f"weights must be on x's device {x.device}; got {w.device}")
-    if w.dtype == torch.float32:
-        return w.contiguous()
-    if w.is_inference():  # no version counter to tell a change by: converted per call
-        return w.float().contiguous()
-    key = id(w)
-    hit = _fp32.get(key)
-    if hit is not None and hit[0]() is w and hit[1] == w._version:
-        return hit[2]
-    w32 = w.float().contiguous()
-    if not torch.cuda.is_current_stream_capturing():
-        _fp32[key] = (weakref.ref(w, lambda _, key=key: _fp32.pop(key, None)), w._version, w32)
-    return w32
+    w32 = _weight(w, x).w32
+    return w if w32 is None else w32
 
 
 def _io(gamma: torch.Tensor, beta: torch.Tensor | None, x: torch.Tensor) -> tuple:
@@ -50,6 +71,13 @@ def _io(gamma: torch.Tensor, beta: torch.Tensor | None, x: torch.Tensor) -> tupl
     if x.element_size() == 2 and all(w.dtype == x.dtype and w.is_contiguous() and w.data_ptr() % 16 == 0 for w in ws):
         return gamma, beta
     return None, None
+
+
+def _io_ptrs(g: _Weight, b: _Weight | None, x: torch.Tensor) -> tuple[int, int]:
+    """_io's pointers from the weights' records (0, 0: none)."""
+    if g.dtype == x.dtype and g.io and (b is None or (b.dtype == x.dtype and b.io)):
+        return g.io, 0 if b is None else b.io
+    return 0, 0
 
 
 def skip_norm(x, skip, *, gamma, beta, bias, norm, epsilon, output_sum) -> list[torch.Tensor]:
@@ -115,12 +143,12 @@ def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
 
     def launch(x, skip, gamma, beta, bias):
         x, skip = x.contiguous(), None if skip is None else skip.contiguous()
+        g, b, bi = _weight(gamma, x, c, "gamma"), _weight(beta, x, c, "beta"), _weight(bias, x, c, "bias")
         y = torch.empty_like(x)
         s = torch.empty_like(x) if output_sum else None
         ws = torch.empty(size, dtype=torch.uint8, device=x.device)
-        args = (x.data_ptr(), _ptr(skip), mode, kernels.weight(bias, "bias", c), kernels.weight(gamma, "gamma", c),
-                kernels.weight(beta, "beta", c), y.data_ptr(), _ptr(s), ws.data_ptr(), size, n, c, spatial, num_groups,
-                float(epsilon), activation, kernels.stream_of(x))
+        args = (x.data_ptr(), _ptr(skip), mode, _p32(bi), g.p32, _p32(b), y.data_ptr(), _ptr(s), ws.data_ptr(), size, n,
+                c, spatial, num_groups, float(epsilon), activation, kernels.stream_of(x))
         if resident:
             _group_norm.raw_resident(dtype, "channels_first", 0, *args, plan=plan)
         else:
@@ -139,20 +167,23 @@ def _skip_norm_launch(x, skip, norm, epsilon, output_sum, io):
 
     def launch(x, skip, gamma, beta, bias):
         x, skip = x.contiguous(), None if skip is None else skip.contiguous()
-        gamma_io, beta_io = _io(gamma, beta, x) if io else (None, None)
-        g32, b32 = _weight32(gamma, x), _weight32(beta, x)
+        g, b, bi = (_weight(gamma, x, hidden, "gamma"), _weight(beta, x, hidden, "beta"),
+                    _weight(bias, x, hidden, "bias"))
+        gamma_io, beta_io = _io_ptrs(g, b, x) if io else (0, 0)
         y = torch.empty_like(x)
         s = torch.empty_like(x) if output_sum else None
-        _skip_norm.raw_kernel(dtype, x.data_ptr(), _ptr(skip), kernels.weight(_weight32(bias, x), "bias", hidden),
-                              kernels.weight(g32, "gamma", hidden), kernels.weight(b32, "beta", hidden), y.data_ptr(),
-                              _ptr(s), rows, hidden, float(epsilon), norm, kernels.stream_of(x),
-                              gamma_io=_skip_norm.io_weight(gamma_io, g32, x), beta_io=_skip_norm.io_weight(beta_io, b32, x))
+        _skip_norm.raw_kernel(dtype, x.data_ptr(), _ptr(skip), _p32(bi), g.p32, _p32(b), y.data_ptr(), _ptr(s), rows,
+                              hidden, float(epsilon), norm, kernels.stream_of(x), gamma_io=gamma_io, beta_io=beta_io)
         return [y, s] if output_sum else [y]
     return launch
 
 
 def _ptr(t) -> int:
     return 0 if t is None else t.data_ptr()
+
+
+def _p32(w: _Weight | None) -> int:
+    return 0 if w is None else w.p32
 
 
 def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
@@ -185,6 +216,4 @@ def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
         return out
     if launch is None or weights[0] is None:
         return checked(*args, **kwargs)
-    if name == "group_norm":
-        return launch(x, skip, *(_weight32(w, x) for w in weights))
     return launch(x, skip, *weights)

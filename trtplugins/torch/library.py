@@ -134,15 +134,11 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
         return getattr(cpu, name)(*args, **kwargs)
 
     def cuda(*args, **kwargs):
-        from . import _kernels  # loads the kernel library on the first CUDA call only
-
-        return getattr(_kernels, name)(*args, **kwargs)
+        return getattr(_cuda_kernels(), name)(*args, **kwargs)
 
     def cuda_prepared(*args, **kwargs):
-        from . import _kernels
-
         _no_grad(qualname, args, kwargs)
-        return _kernels.eager(name, args, kwargs, checked_cuda)
+        return _cuda_kernels().eager(name, args, kwargs, checked_cuda)
 
     def fake(*args, **kwargs):
         _no_grad(qualname, args, kwargs)
@@ -158,6 +154,18 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
     # Autograd keys fall through to the kernels above, which refuse a call that needs a gradient.
     lib.impl(name, torch.library.fallthrough_kernel, "Autograd")
     torch.library.register_fake(qualname, fake, lib=lib)
+
+
+_KERNELS = []  # trtplugins.torch._kernels, once imported
+
+
+def _cuda_kernels():
+    """trtplugins.torch._kernels, imported on the first CUDA call (it loads the kernel library)."""
+    if not _KERNELS:
+        from . import _kernels
+
+        _KERNELS.append(_kernels)
+    return _KERNELS[0]
 
 
 def _needs_grad(args: tuple, kwargs: dict) -> bool:
@@ -195,9 +203,7 @@ def _caller(plugin: str):
 
     def call(*args, **kwargs):
         if _direct(args, kwargs):
-            from . import _kernels
-
-            out = _kernels.eager(name, args, kwargs, _CUDA[name])
+            out = _cuda_kernels().eager(name, args, kwargs, _CUDA[name])
         else:
             out = op(*args, **kwargs)
         return (out[0] if len(out) == 1 else tuple(out)) if multi else out
