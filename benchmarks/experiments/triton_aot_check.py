@@ -90,6 +90,8 @@ def main(argv=None) -> int:
     p.add_argument("--hiddens", type=int, nargs="+", default=list(triton_aot.HIDDENS))
     p.add_argument("--forms", nargs="+", default=list(triton_aot.FORMS), choices=list(triton_aot.FORMS))
     p.add_argument("--dtypes", nargs="+", default=list(triton_aot.DTYPES), choices=list(triton_aot.DTYPES))
+    p.add_argument("--rows", type=int, nargs="+", metavar="N",
+                   help="small launches: these row counts instead of --mib's tensors (writes triton_aot_small.*, no picks)")
     p.add_argument("--no-compile", dest="compile", action="store_false")
     p.add_argument("--autotune", type=Path, metavar="JSON",
                    help="only time every candidate configuration as Triton JIT kernels; write the fastest here")
@@ -102,14 +104,14 @@ def main(argv=None) -> int:
     for form in a.forms:
         sw = triton_aot.FORMS[form]
         for dtype in a.dtypes:
-            for hidden in a.hiddens:
+            for hidden, rows in ((h, n) for h in a.hiddens for n in a.rows or [0]):
                 dt, rms, sk = getattr(torch, dtype), bool(sw["RMS"]), bool(sw["SKIP"])
                 norm = "rms" if rms else "layer"
                 row = dict(form=form, dtype=dtype, hidden=hidden)
                 if aot not in skip_norm.candidates(dtype, norm, sk, hidden):
                     rows_out.append({**row, "mismatch": "no cubin for this device in the library"})
                     continue
-                rows = max(1, a.mib * 2**20 // (hidden * dt.itemsize))
+                rows = rows or max(1, a.mib * 2**20 // (hidden * dt.itemsize))
                 x, r = (torch.randn(rows, hidden, device="cuda", dtype=dt) for _ in range(2))
                 g, b = torch.randn(hidden, device="cuda"), None if rms else torch.randn(hidden, device="cuda")
                 args = dict(gamma=g, beta=b, norm=norm, output_sum=sk)
@@ -129,20 +131,23 @@ def main(argv=None) -> int:
                 rows_out.append(row)
                 print(json.dumps(row), flush=True)
     a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "triton_aot.json").write_text(json.dumps(rows_out, indent=1) + "\n")
-    major, minor = torch.cuda.get_device_capability()
-    picks = triton_aot.picks(rows_out, 10 * major + minor)  # -> plugin_src/ops/skip_norm/triton_picks.json
-    (a.out / "triton_picks.json").write_text(json.dumps(picks, indent=1) + "\n")
-    lines = ["| form | dtype | hidden | AOT us | ours us | picked us | compile us | copy us | AOT % of copy | check |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    name = "triton_aot_small" if a.rows else "triton_aot"
+    (a.out / f"{name}.json").write_text(json.dumps(rows_out, indent=1) + "\n")
+    if not a.rows:
+        major, minor = torch.cuda.get_device_capability()
+        picks = triton_aot.picks(rows_out, 10 * major + minor)  # -> plugin_src/ops/skip_norm/triton_picks.json
+        (a.out / "triton_picks.json").write_text(json.dumps(picks, indent=1) + "\n")
+    lines = ["| form | dtype | hidden | rows | AOT us | ours us | picked us | compile us | copy us | AOT % of copy | check |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     nan = float("nan")
     for r_ in rows_out:
         t = r_.get("aot_us", nan)
-        lines.append(f"| {r_['form']} | {r_['dtype']} | {r_['hidden']} | {t:.1f} | {r_.get('ours_us', nan):.1f} | "
-                     f"{r_.get('picked_us', nan):.1f} | "
-                     f"{r_.get('compile_us', nan):.1f} | {r_.get('copy_us', nan):.1f} | "
+        lines.append(f"| {r_['form']} | {r_['dtype']} | {r_['hidden']} | {r_.get('rows', '')} | {t:.2f} | "
+                     f"{r_.get('ours_us', nan):.2f} | "
+                     f"{r_.get('picked_us', nan):.2f} | "
+                     f"{r_.get('compile_us', nan):.2f} | {r_.get('copy_us', nan):.2f} | "
                      f"{100 * r_.get('copy_us', nan) / t:.0f} | {r_['mismatch'] or 'ok'} |")
-    (a.out / "triton_aot.md").write_text("\n".join(lines) + "\n")
+    (a.out / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
