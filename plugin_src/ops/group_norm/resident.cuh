@@ -372,9 +372,10 @@ template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a
     for (int e = 0; e < VEC; ++e) add[e] = l.ok(e) ? channelAdd<true>(a, n, l.c + e) : 0.f;
 }
 
-// Sums red[rr * cstride + c] over the rows and the channels of each group into (out1[g], out2[g]): a
-// thread per channel over the rows (the column's sum left in row 0), then a warp per group over its channels.
-template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, float* out1, float* out2) {
+// Sums red[rr * cstride + c] over the rows and the channels of each group g of sample n into its partial
+// (slot): a thread per channel over the rows (the column's sum left in row 0), then a warp per group over
+// its channels.
+template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, int64_t n) {
     for (int32_t c = threadIdx.x; c < a.channels; c += kThreads) {
         float2 v = make_float2(0.f, 0.f);
 #pragma unroll 2
@@ -393,14 +394,12 @@ template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, f
             v1 += r.x, v2 += r.y;
         }
         v1 = warpSum(v1), v2 = warpSum(v2);
-        if (lane == 0) out1[g] = v1, out2[g] = v2;
+        if (lane == 0) a.slots[g * a.slotStride + blockIdx.x + n] = make_float2(v1, v2);
     }
 }
 
 template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a, const Cta<T>& t) {
     const Lane<VEC> l(a);
-    float* g1 = t.mean; // the group sums, before mean / rstd hold anything
-    float* g2 = t.rstd;
     for (int32_t p = 0; p < t.pieces; ++p) {
         const int64_t n = t.first + p;
         float add[VEC], k[VEC], s1[VEC], s2[VEC];
@@ -426,10 +425,8 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
 #pragma unroll
             for (int e = 0; e < VEC; ++e) t.red[l.r * a.cstride + l.c + e] = make_float2(s1[e], s2[e]);
         __syncthreads();
-        clGroupSums(a, t.red, g1, g2);
-        __syncthreads();
-        for (int32_t g = threadIdx.x; g < a.groups; g += kThreads) a.slots[g * a.slotStride + blockIdx.x + n] = make_float2(g1[g], g2[g]);
-        __syncthreads();
+        clGroupSums(a, t.red, n);
+        if (p + 1 < t.pieces) __syncthreads(); // t.red is written again
     }
 }
 
