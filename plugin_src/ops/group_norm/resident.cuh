@@ -153,7 +153,7 @@ template <bool CL, class T> __device__ __forceinline__ float shiftOf(const Gn<T>
 }
 
 // Every piece's K, loaded at once (the loads overlap the staging); the owner of a segment's first unit
-// also writes it to the workspace (for a second launch).
+// also writes it to the workspace (for a second launch). The caller's barrier makes them visible.
 template <bool CL, class T> __device__ __forceinline__ void loadShifts(const Gn<T>& a, const Cta<T>& t) {
     const int32_t width = CL ? a.groups : 1;
     for (int32_t i = threadIdx.x; i < t.pieces * width; i += kThreads) {
@@ -163,7 +163,6 @@ template <bool CL, class T> __device__ __forceinline__ void loadShifts(const Gn<
         t.shift[i] = k;
         if (t.begin(a, p) == s * a.segLen) a.shifts[s * width + g] = k;
     }
-    __syncthreads();
 }
 
 // The CTA whose range holds unit u.
@@ -509,7 +508,8 @@ __global__ void __launch_bounds__(kThreads, kNarrow<T, VEC, L> ? 2 : 1) resident
             if (a.skipMode == GroupNormSkip::kFull) stage<T, kStage>(sk, a.skip + t.rs * ue, staged);
         }
         loadShifts<kCl>(a, t);
-        if (staged) waitStaged();
+        if (staged) waitStaged(); // and the shifts
+        else __syncthreads();
         if constexpr (kCl) clStats<STREAM, T, VEC>(a, t);
         else cfStats<STREAM, T, VEC>(a, t);
     }
