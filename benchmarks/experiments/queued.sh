@@ -13,7 +13,8 @@
 #   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
-#   focus    with little device time left: the GroupNorm GPU tests, its sanitizers, a short gn and gnsrc
+#   focus    with little device time left: the GroupNorm and trtplugins.torch GPU tests, the GroupNorm
+#            sanitizers, a short gn and gnsrc
 #   gnq      a short gn (9 shapes, FP16, no compile) then gnsrc, where the budget is short
 #   gnsrc    ncu per SASS instruction (executed, stall samples) of the resident GroupNorm kernel: channels-last at
 #            SD batch 2 and at 1x1280x8x8 (14 us for 0.2 MB in run 3), channels-first at 1x1280x8x8
@@ -51,7 +52,7 @@ for _ in range(2): g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, la
 torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  focus) TESTS="group_norm and not plugin" TEST_TIMEOUT=150 SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident" \
+  focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident" \
            SANITIZE_TIMEOUT=45 BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=150 bash $batch
          bash "$0" gnsrc ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=300 bash $batch
@@ -89,5 +90,5 @@ torch.cuda.synchronize()" > "$OUT/$name.log" 2>&1
          # small launches: the AOT kernels beside ours and the compile (issue 34: within 0.2 us of it)
          timeout 240 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --hiddens 768 4096 \
            --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; tail -50 "$OUT/small.log" | grep "^|" ;;
-  *) sed -n '2,21p' "$0"; exit 2 ;;
+  *) sed -n '2,22p' "$0"; exit 2 ;;
 esac
