@@ -327,7 +327,7 @@ template <int VEC> struct Lane {
 };
 
 // Calls f(x + full skip, element offset) for this lane's packs of pixels [p0, p1) (flat pixel indices),
-// from src as cfWalk; the callers fold the per-channel part of s into their constants.
+// from src as cfWalk; the callers add the per-channel part of s.
 template <Src S, int U, class T, int VEC, class F>
 __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const T* xs, const T* ks, int64_t base, int64_t p0,
                                        int64_t p1, F&& f) {
@@ -407,14 +407,14 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
         l.groups(g);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            k[e] = l.ok(e) ? t.shift[p * a.groups + g[e]] - add[e] : 0.f; // d = s - K = x (+ skip) - (K - add)
+            k[e] = l.ok(e) ? t.shift[p * a.groups + g[e]] : 0.f;
             s1[e] = s2[e] = 0.f;
         }
         // The pad's sums (garbage) are never read: clGroupSums adds real channels only.
         clEach<Src::kKeep, STREAM, T, VEC>(a, t, l, t.begin(a, p), t.end(a, p), false, [&](const float (&v)[VEC], int64_t) {
 #pragma unroll
             for (int e = 0; e < VEC; ++e) {
-                const float d = v[e] - k[e];
+                const float d = (v[e] + add[e]) - k[e];
                 s1[e] += d;
                 s2[e] = fmaf(d, d, s2[e]);
             }
@@ -439,7 +439,7 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
             const int32_t i = p * a.groups + (l.ok(e) ? g[e] : 0);
-            m[e] = l.ok(e) ? t.mean[i] - add[e] : 0.f; // s - mean = x (+ skip) - (mean - add)
+            m[e] = l.ok(e) ? t.mean[i] : 0.f;
             sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
             sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
         }
@@ -450,7 +450,7 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
 #pragma unroll
                 for (int e = 0; e < VEC; ++e) {
                     const bool ok = !decltype(padded)::value || l.ok(e);
-                    w[e] = ok ? fmaf(v[e] - m[e], sc[e], sh[e]) : 0.f;
+                    w[e] = ok ? fmaf((v[e] + add[e]) - m[e], sc[e], sh[e]) : 0.f;
                     if constexpr (decltype(act)::value) w[e] = silu(w[e]);
                 }
                 if (a.sum) {
