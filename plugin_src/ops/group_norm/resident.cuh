@@ -278,19 +278,17 @@ template <bool STREAM, class T, int VEC> __device__ void cfStats(const Gn<T>& a,
 template <bool STREAM, class T, int VEC> __device__ void cfNorm(const Gn<T>& a, const Cta<T>& t) {
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         const float mean = t.mean[p], rstd = t.rstd[p];
-        withSilu(a.act, [&](auto act) {
-            cfEach<Src::kLast, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
-                                               [&](const float (&v)[VEC], int32_t c, int64_t o) {
-                const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
-                if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
-                float w[VEC];
+        cfEach<Src::kLast, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
+                                           [&](const float (&v)[VEC], int32_t c, int64_t o) {
+            const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
+            if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
+            float w[VEC];
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) {
-                    w[e] = fmaf(v[e] - mean, sc, sh);
-                    if constexpr (decltype(act)::value) w[e] = silu(w[e]);
-                }
-                storeFloats<T, VEC>(a.y + o, w);
-            });
+            for (int e = 0; e < VEC; ++e) {
+                w[e] = fmaf(v[e] - mean, sc, sh);
+                if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
+            }
+            storeFloats<T, VEC>(a.y + o, w);
         });
     }
 }
