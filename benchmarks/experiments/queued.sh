@@ -2,7 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next session: tests1, gn, picks, torch; tests2 and triton ran on 2026-12-05, third session):
+# Steps (next session: tests1, gn, gnsrc, picks, torch; focus ran on 2026-12-06 on the code before its last
+# two GroupNorm fixes, tests2 and triton on 2026-12-05). Results come back as $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
@@ -54,9 +55,9 @@ torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
       done ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident" \
            SANITIZE_TIMEOUT=45 BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=150 bash $batch
-         bash "$0" gnsrc ;;
+         QUEUED_NESTED=1 bash "$0" gnsrc ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=300 bash $batch
-       bash "$0" gnsrc ;;
+       QUEUED_NESTED=1 bash "$0" gnsrc ;;
   gnsrc) bash $batch > /dev/null || exit 1 # the build only
         export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
@@ -90,5 +91,13 @@ torch.cuda.synchronize()" > "$OUT/$name.log" 2>&1
          # small launches: the AOT kernels beside ours and the compile (issue 34: within 0.2 us of it)
          timeout 240 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --hiddens 768 4096 \
            --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; tail -50 "$OUT/small.log" | grep "^|" ;;
-  *) sed -n '2,22p' "$0"; exit 2 ;;
+  *) sed -n '2,23p' "$0"; exit 2 ;;
 esac
+status=$?
+# The device call returns a few files only: everything as one archive (ncu reports left out: their text
+# and per-instruction CSV are kept)
+if [ -z "${QUEUED_NESTED:-}" ]; then
+  rm -f "$OUT"/*.ncu-rep
+  tar czf /tmp/queued.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/queued.tgz "$OUT/queued.tgz"
+fi
+exit $status
