@@ -101,6 +101,10 @@ def test_fuse_unet_folds_the_silu_where_the_block_shows_it():
     assert folded["conv_norm_out"] == ["UNet2DConditionModel.forward line %d: self.conv_act" % _line(
         type(model).forward, "sample = self.conv_norm_out(sample)")]
     assert all(isinstance(r.nonlinearity, nn.SiLU) for r in resnets)  # still there: the time embedding uses it
+    skips = {r["module"]: r["skip"] for r in report.replaced if "skip" in r}  # the time embedding added before norm2
+    assert report.skip_folded() == len(skips) == len(resnets)
+    assert all(v == ["ResnetBlock2D.forward line %d: skip=temb" % _line(
+        type(resnets[0]).forward, "hidden_states = self.norm2(hidden_states)")] for v in skips.values())
     assert not report.left
 
 
@@ -135,6 +139,41 @@ def test_fuse_leaves_a_silu_whose_input_is_used_elsewhere():
     assert report.silu_folded() == 0 and "forward" not in vars(model)
     assert {r["module"] for r in report.left} == {"norm", "norm2"}
     assert all("no `h = self.norm" in r["reason"] for r in report.left)
+
+
+class _AddThenNorm(nn.Module):
+    """An add before each GroupNorm: a full skip, one [1, C, 1, 1] the op cannot take, a float."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.GroupNorm(2, 4), nn.GroupNorm(2, 4), nn.GroupNorm(2, 4)
+        self.bias = nn.Parameter(torch.randn(1, 4, 1, 1))
+
+    def forward(self, x, t):
+        h = x + t
+        h = self.a(h)
+        b = self.bias
+        h = b + h
+        h = self.b(h)
+        f = 0.5
+        h = f + h
+        h = self.c(h)
+        return h
+
+
+def test_fuse_folds_an_add_into_the_group_norm_skip():
+    model, x, t = randomize(_AddThenNorm()), torch.randn(2, 4, 3, 3), torch.randn(2, 4, 3, 3)
+    with torch.no_grad():
+        want = model(x, t)
+        report = fuse(model)
+        got = model(x, t)
+    torch.testing.assert_close(got, want, **FP32)
+    assert report.skip_folded() == 3 and "folded      3 x an add into GroupNorm's skip" in str(report)
+    assert {r["module"]: r["skip"][0].rsplit(": ", 1)[1] for r in report.replaced} == {
+        "a": "skip=t", "b": "skip=b", "c": "skip=f"}
+    assert not report.left
+    unfolded = randomize(_AddThenNorm())
+    assert fuse(unfolded, skip=False).skip_folded() == 0 and "forward" not in vars(unfolded)
 
 
 def test_fused_models_compile_with_fullgraph():

@@ -13,6 +13,10 @@ replaced and what was left with why.
   with those call sites changed to `self.<norm>(..., activation="silu")` and the SiLU statements
   removed, and set on that instance only; the SiLU module stays (it may serve other calls, as the
   ResNet block's time embedding). Modules, not call sites, are shared, so nothing else changes.
+- An add before a GroupNorm is folded into its skip input the same way: `h = x + t` (`h = h + t` also
+  alone under `if t is not None:`) directly followed by `h = self.<norm>(h)` becomes
+  `h = self.<norm>(x, skip=t)` (diffusers' ResnetBlock2D: the time embedding added before norm2);
+  a skip the op cannot take (not x's shape or [N, C, 1, ...], another dtype) is added first at run time.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ _RMS = getattr(nn, "RMSNorm", None)
 
 @dataclass
 class FuseReport:
-    replaced: list[dict] = field(default_factory=list)  # module, from, to (+ silu: call sites folded)
+    replaced: list[dict] = field(default_factory=list)  # module, from, to (+ silu, skip: call sites folded)
     left: list[dict] = field(default_factory=list)  # module, type, reason
 
     def counts(self) -> dict[str, int]:
@@ -46,17 +50,23 @@ class FuseReport:
     def silu_folded(self) -> int:
         return sum(len(r.get("silu", ())) for r in self.replaced)
 
+    def skip_folded(self) -> int:
+        return sum(len(r.get("skip", ())) for r in self.replaced)
+
     def __str__(self) -> str:
         lines = [f"replaced {n:>4} x {k}" for k, n in self.counts().items()] or ["replaced nothing"]
         if self.silu_folded():
             lines.append(f"folded   {self.silu_folded():>4} x SiLU into GroupNorm")
+        if self.skip_folded():
+            lines.append(f"folded   {self.skip_folded():>4} x an add into GroupNorm's skip")
         lines += [f"left {r['module']} ({r['type']}): {r['reason']}" for r in self.left]
         return "\n".join(lines)
 
 
-def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch") -> FuseReport:
-    """Replace model's LayerNorm, GroupNorm (+ SiLU where exact) and RMSNorm modules by the fused
-    ones, in place (their parameters shared, the state_dict unchanged). Returns the report.
+def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip: bool = True) -> FuseReport:
+    """Replace model's LayerNorm, GroupNorm (+ SiLU where exact, + an add before it as its skip) and
+    RMSNorm modules by the fused ones, in place (their parameters shared, the state_dict unchanged).
+    Returns the report.
     under_compile: what the fused modules run when torch.compile traces them, "torch" (its own ops,
     which Inductor fuses with their neighbours) or "trtplugins" (our op); see modules.py."""
     if under_compile not in UNDER_COMPILE:
@@ -82,15 +92,19 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch") -> F
                 prefix = name.rsplit(".", 1)[0] + "." if "." in name else ""
                 new_groups.setdefault(id(parent), (parent, set(), prefix))[1].add(attr)
         report.replaced.append({"module": name, "from": type(m).__name__, "to": type(new).__name__})
-    if silu:
+    if silu or skip:
         by_name = {r["module"]: r for r in report.replaced}
         for parent, attrs, prefix in new_groups.values():
-            silus = {a for a, c in parent.named_children() if type(c) is nn.SiLU}
-            if not silus:
+            silus = {a for a, c in parent.named_children() if type(c) is nn.SiLU} if silu else set()
+            if not silus and not skip:
                 continue
-            sites, why = _fold_silu(parent, attrs, silus)
+            sites, skips, why = _fold_calls(parent, attrs, silus, skip)
             for attr in sorted(attrs):
                 entry = by_name.get(prefix + attr)
+                if entry is not None and skips.get(attr):
+                    entry["skip"] = skips[attr]
+                if not silus:
+                    continue
                 if entry is not None and sites.get(attr):
                     entry["silu"] = sites[attr]
                 elif entry is not None:
@@ -153,30 +167,32 @@ def _probe_rms(m: nn.Module, weight: torch.Tensor, eps: float) -> str | None:
     return None
 
 
-# --- SiLU after GroupNorm: the parent's forward, rewritten at the call sites -------------------
+# --- SiLU after GroupNorm, an add before it: the parent's forward, rewritten at the call sites -----
 
 
-def _fold_silu(parent: nn.Module, norms: set[str], silus: set[str]) -> tuple[dict[str, list[str]], str | None]:
+def _fold_calls(parent: nn.Module, norms: set[str], silus: set[str],
+                skip: bool) -> tuple[dict[str, list[str]], dict[str, list[str]], str | None]:
     """Rewrite parent.forward so `h = self.<norm>(...); h = self.<silu>(h)` becomes one call with
-    activation="silu". Returns ({norm attribute: [call sites]}, why nothing was rewritten)."""
+    activation="silu", and (skip) `h = h + t; h = self.<norm>(h)` one with skip=t. Returns
+    ({norm attribute: [SiLU call sites]}, {norm attribute: [skip call sites]}, why nothing was rewritten)."""
     fn = type(parent).forward
     where = f"{type(parent).__name__}.forward"
     if "forward" in vars(parent):
-        return {}, f"{where} was replaced on the instance"
+        return {}, {}, f"{where} was replaced on the instance"
     raw = inspect.unwrap(fn)
     if raw.__code__.co_freevars:
-        return {}, f"{where} reads an enclosing scope (super(), a closure)"
+        return {}, {}, f"{where} reads an enclosing scope (super(), a closure)"
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(raw)))
     except (OSError, TypeError, SyntaxError) as e:
-        return {}, f"{where}: source not available ({e})"
+        return {}, {}, f"{where}: source not available ({e})"
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef) or not fdef.args.args:
-        return {}, f"{where} is not a plain method"
-    rewrite = _Rewrite(fdef.args.args[0].arg, norms, silus)
+        return {}, {}, f"{where} is not a plain method"
+    rewrite = _Rewrite(fdef.args.args[0].arg, norms, silus, skip)
     rewrite.visit(fdef.body)
-    if not rewrite.sites:
-        return {}, None
+    if not rewrite.sites and not rewrite.skips:
+        return {}, {}, None
     for a in fdef.args.args + fdef.args.kwonlyargs + fdef.args.posonlyargs:
         a.annotation = None  # not evaluated again (forward references, TYPE_CHECKING imports)
     for a in filter(None, (fdef.args.vararg, fdef.args.kwarg)):
@@ -195,15 +211,18 @@ def _fold_silu(parent: nn.Module, norms: set[str], silus: set[str]) -> tuple[dic
         new = eval(compile(ast.Expression(d), file, "eval"), raw.__globals__)(new)
     parent.forward = types.MethodType(new, parent)
     sites: dict[str, list[str]] = defaultdict(list)
-    for norm, act, line in rewrite.sites:
-        sites[norm].append(f"{where} line {line + first - 1}: self.{act}")
-    return dict(sites), None
+    skips: dict[str, list[str]] = defaultdict(list)
+    for found, out in ((rewrite.sites, sites), (rewrite.skips, skips)):
+        for norm, what, line in found:
+            out[norm].append(f"{where} line {line + first - 1}: {what}")
+    return dict(sites), dict(skips), None
 
 
 class _Rewrite:
-    def __init__(self, me: str, norms: set[str], silus: set[str]):
-        self.me, self.norms, self.silus = me, norms, silus
-        self.sites: list[tuple] = []
+    def __init__(self, me: str, norms: set[str], silus: set[str], skip: bool = False):
+        self.me, self.norms, self.silus, self.skip = me, norms, silus, skip
+        self.sites: list[tuple] = []  # (norm, "self.<silu>", line)
+        self.skips: list[tuple] = []  # (norm, "skip=<t>", line)
 
     def _call(self, st, attrs: set[str]) -> tuple[str, ast.Call] | None:
         """(h, the call) for `h = self.<attr>(...)`."""
@@ -225,6 +244,35 @@ class _Rewrite:
         ok = c is not None and all(k.arg not in (None, "activation") for k in c[1].keywords)
         return c if ok else None
 
+    def _added(self, st) -> tuple[str, str, str] | None:
+        """(h, x, t) for `h = x + t` (names; h itself, when one of them, as x: IEEE addition commutes
+        exactly), or for `h = h + t` alone under `if t is not None:` (h unchanged when t is None)."""
+        if (isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and isinstance(st.test, ast.Compare)
+                and isinstance(st.test.left, ast.Name) and len(st.test.ops) == 1
+                and isinstance(st.test.ops[0], ast.IsNot) and isinstance(st.test.comparators[0], ast.Constant)
+                and st.test.comparators[0].value is None):
+            inner = self._added(st.body[0])
+            return inner if inner and inner[0] == inner[1] and inner[2] == st.test.left.id else None
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                and isinstance(st.value, ast.BinOp) and isinstance(st.value.op, ast.Add)
+                and isinstance(st.value.left, ast.Name) and isinstance(st.value.right, ast.Name)):
+            return None
+        h, a, b = st.targets[0].id, st.value.left.id, st.value.right.id
+        return (h, b, a) if b == h and a != h else (h, a, b)
+
+    def _skip_of(self, st, nxt) -> bool:
+        """Folds `h = x + t` (st) into the norm call `h = self.<norm>(h)` (nxt): `h = self.<norm>(x, skip=t)`
+        (h is overwritten at once, so its sum is read by the norm alone)."""
+        added, c = self._added(st), self._norm(nxt) if nxt is not None else None
+        if not (self.skip and added and c and c[0] == added[0] and len(c[1].args) == 1
+                and isinstance(c[1].args[0], ast.Name) and c[1].args[0].id == added[0]
+                and all(k.arg != "skip" for k in c[1].keywords)):
+            return False
+        c[1].args[0] = ast.Name(added[1], ast.Load())
+        c[1].keywords.append(ast.keyword(arg="skip", value=ast.Name(added[2], ast.Load())))
+        self.skips.append((c[1].func.attr, f"skip={added[2]}", nxt.lineno))
+        return True
+
     def _branch_ends(self, st: ast.If) -> list:
         tails = [st.body[-1]]
         if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
@@ -242,6 +290,9 @@ class _Rewrite:
         i = 0
         while i < len(body):
             st, nxt = body[i], body[i + 1] if i + 1 < len(body) else None
+            if self._skip_of(st, nxt):  # the add's statement gives way to the norm's
+                del body[i]
+                st, nxt = body[i], body[i + 1] if i + 1 < len(body) else None
             if isinstance(st, ast.If) and nxt is not None:
                 target = nxt.targets[0].id if self._call(nxt, self.silus) else None
                 if target and self._silu_of(nxt, target) and any(
@@ -254,7 +305,7 @@ class _Rewrite:
             c = self._norm(st)
             if c is not None and nxt is not None and self._silu_of(nxt, c[0]):
                 c[1].keywords.append(ast.keyword(arg="activation", value=ast.Constant("silu")))
-                self.sites.append((c[1].func.attr, nxt.value.func.attr, st.lineno))
+                self.sites.append((c[1].func.attr, f"self.{nxt.value.func.attr}", st.lineno))
                 del body[i + 1]
             i += 1
 

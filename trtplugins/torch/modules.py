@@ -107,8 +107,11 @@ class FusedRMSNorm(_Affine):
 
 class FusedGroupNorm(_Affine):
     """nn.GroupNorm, optionally followed by SiLU (activation "silu"): one GroupNorm kernel.
-    forward(x, activation=None): a call site may ask for another activation than the module's
-    (fuse() rewrites `h = self.norm(h); h = self.silu(h)` into `h = self.norm(h, activation="silu")`)."""
+    forward(x, activation=None, skip=None): a call site may ask for another activation than the
+    module's (fuse() rewrites `h = self.norm(h); h = self.silu(h)` into `h = self.norm(h,
+    activation="silu")`) and normalize x + skip (fuse() rewrites `h = h + t; h = self.norm(h)` into
+    `h = self.norm(h, skip=t)`); a skip the op cannot take (not x's shape or [N, C, 1, ...], another
+    dtype or device) is added first, as the code it replaces did."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  activation: str = "none", device=None, dtype=None):
@@ -125,13 +128,19 @@ class FusedGroupNorm(_Affine):
         new._share(m)
         return new
 
-    def forward(self, x: torch.Tensor, activation: str | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, activation: str | None = None, skip=None) -> torch.Tensor:
         act = self.activation if activation is None else activation
+        if skip is not None and not (
+                isinstance(x, torch.Tensor) and isinstance(skip, torch.Tensor) and skip.dtype == x.dtype
+                and skip.device == x.device and x.dim() > 2
+                and tuple(skip.shape) in (tuple(x.shape), tuple(x.shape[:2]) + (1,) * (x.dim() - 2))):
+            x, skip = x + skip, None
         if _compiled(self) and act in ("none", "silu"):  # any other: the op's own error
+            x = x if skip is None else x + skip
             y = F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
             return F.silu(y) if act == "silu" else y
         flat = x.dim() == 2  # nn.GroupNorm takes (N, C): one spatial element
-        y = group_norm(x.unsqueeze(-1) if flat else x, num_groups=self.num_groups, epsilon=self.eps,
+        y = group_norm(x.unsqueeze(-1) if flat else x, skip, num_groups=self.num_groups, epsilon=self.eps,
                        gamma=self._gamma(x, self.num_channels), beta=self.bias,
                        activation=act)
         return y.squeeze(-1) if flat else y
