@@ -64,17 +64,9 @@ def _weight32(w: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
     return w if w32 is None else w32
 
 
-def _io(gamma: torch.Tensor, beta: torch.Tensor | None, x: torch.Tensor) -> tuple:
-    """gamma/beta as the kernels' exact 16-bit copies (half the weight bytes) when they already are
-    x's 16-bit dtype and 16-byte aligned, else (None, None)."""
-    ws = [w for w in (gamma, beta) if w is not None]
-    if x.element_size() == 2 and all(w.dtype == x.dtype and w.is_contiguous() and w.data_ptr() % 16 == 0 for w in ws):
-        return gamma, beta
-    return None, None
-
-
 def _io_ptrs(g: _Weight, b: _Weight | None, x: torch.Tensor) -> tuple[int, int]:
-    """_io's pointers from the weights' records (0, 0: none)."""
+    """The pointers of gamma/beta as the kernels' exact 16-bit copies (half the weight bytes) when both
+    already are x's 16-bit dtype, contiguous and 16-byte aligned, else (0, 0)."""
     if g.dtype == x.dtype and g.io and (b is None or (b.dtype == x.dtype and b.io)):
         return g.io, 0 if b is None else b.io
     return 0, 0
@@ -83,7 +75,8 @@ def _io_ptrs(g: _Weight, b: _Weight | None, x: torch.Tensor) -> tuple[int, int]:
 def skip_norm(x, skip, *, gamma, beta, bias, norm, epsilon, output_sum) -> list[torch.Tensor]:
     x = x.contiguous()
     skip = None if skip is None else skip.contiguous()
-    gamma_io, beta_io = _io(gamma, beta, x)
+    io = _io_ptrs(_weight(gamma, x), _weight(beta, x), x)[0]
+    gamma_io, beta_io = (gamma, beta) if io else (None, None)
     out = _skip_norm.kernel(x, skip, gamma=_weight32(gamma, x), beta=_weight32(beta, x), bias=_weight32(bias, x),
                             norm=norm, epsilon=epsilon, output_sum=bool(output_sum), gamma_io=gamma_io,
                             beta_io=beta_io)
