@@ -12,6 +12,8 @@ Every implementation checks the arguments the same way."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .. import ops
@@ -156,16 +158,12 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
     torch.library.register_fake(qualname, fake, lib=lib)
 
 
-_KERNELS = []  # trtplugins.torch._kernels, once imported
-
-
+@functools.cache
 def _cuda_kernels():
     """trtplugins.torch._kernels, imported on the first CUDA call (it loads the kernel library)."""
-    if not _KERNELS:
-        from . import _kernels
+    from . import _kernels
 
-        _KERNELS.append(_kernels)
-    return _KERNELS[0]
+    return _kernels
 
 
 def _needs_grad(args: tuple, kwargs: dict) -> bool:
