@@ -321,7 +321,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
         const auto run = [&](const GroupNormResidentPlan& p) {
-            const Geometry pg = geometryOf(dt, s, aligned, p.narrow);
+            const Geometry pg = p.narrow ? geometryOf(dt, s, aligned, true) : g; // g: the widest packs
             a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
