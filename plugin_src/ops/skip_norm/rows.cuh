@@ -5,8 +5,6 @@
 #include "common.cuh"
 #include "rows.h"
 
-#include <algorithm>
-
 #include "kernels.cuh"
 #include "variants.cuh"
 
@@ -96,7 +94,6 @@ template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
         return 0;
     return sms * perSm;
 }
-
 
 } // namespace
 
