@@ -53,12 +53,11 @@ for _ in range(2): g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, la
 torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident" \
-           SANITIZE_TIMEOUT=45 BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=150 bash $batch
-         QUEUED_NESTED=1 bash "$0" gnsrc ;;
-  gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=300 bash $batch
+  focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
+           MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
+  gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=${BENCH_TIMEOUT:-300} bash $batch
        QUEUED_NESTED=1 bash "$0" gnsrc ;;
-  gnsrc) bash $batch > /dev/null || exit 1 # the build only
+  gnsrc) TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
         export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
           set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}
