@@ -200,6 +200,19 @@ cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResiden
 }
 
 
+// Whether every CTA of fused plan p fits on the current device at once, as its cooperative launch needs.
+template <class T> bool coResident(const Geometry& g, const GroupNormResidentPlan& p) {
+    int dev = 0, sms = 0, blocks = 0;
+    return succeeded(cudaGetDevice(&dev)) && succeeded(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) &&
+           succeeded(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernelOf<T>(g, p), kThreads, smemOf(g, p))) &&
+           int64_t(blocks) * sms >= p.grid;
+}
+
+bool capturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    return succeeded(cudaStreamIsCapturing(stream, &status)) && status != cudaStreamCaptureStatusNone;
+}
+
 } // namespace
 
 GroupNormResidentDevice groupNormResidentDevice() noexcept {
@@ -257,14 +270,8 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
         const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, groupNormResidentDevice());
         if (!p.fused) return p;
         const Geometry g = geometryOf(dt, s, aligned, p.narrow);
-        const size_t smem = smemOf(g, p);
-        int blocks = 0;
-        cudaError_t e = dispatchDType(dt, [&](auto tag) {
-            const auto kernel = kernelOf<decltype(tag)>(g, p); // the kernel launchWith runs for this plan
-            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreads, smem);
-        });
-        if (succeeded(e) && blocks >= 1) return p;
-        return groupNormResidentPlan(dt, s, aligned);
+        const bool fits = dispatchDType(dt, [&](auto tag) { return coResident<decltype(tag)>(g, p) ? cudaSuccess : cudaErrorInvalidValue; });
+        return fits == cudaSuccess ? p : groupNormResidentPlan(dt, s, aligned);
     } catch (...) {
         return {};
     }
@@ -320,15 +327,21 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
+        const auto geometryFor = [&](const GroupNormResidentPlan& p) { return p.narrow ? geometryOf(dt, s, aligned, true) : g; };
         const auto run = [&](const GroupNormResidentPlan& p) {
-            const Geometry pg = p.narrow ? geometryOf(dt, s, aligned, true) : g; // g: the widest packs
+            const Geometry pg = geometryFor(p); // g: the widest packs
             a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
             return launchWith(pg, a, p, smemOf(pg, p), stream);
         };
+        // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
+        // first (a refused launch would invalidate it), otherwise the refusal answers.
+        if (plan.fused && capturing(stream) && !coResident<T>(geometryFor(plan), plan))
+            plan = twoLaunches;
         cudaError_t e = run(plan);
-        if (plan.fused && !succeeded(e)) { // not launchable here (another device or context, an MPS share)
+        if (plan.fused && e != cudaSuccess) {
+            (void)cudaGetLastError(); // the refusal is answered here, not left for the caller's next check
             plan = twoLaunches;
             e = run(plan);
         }
