@@ -42,6 +42,7 @@ VAE = [(512, 64), (512, 128), (512, 256), (256, 256), (256, 512), (128, 512), (1
 QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8), (8, 320, 64, 64),
          (2, 320, 128, 128), (1, 512, 128, 128), (1, 256, 256, 256), (1, 128, 512, 512)]
 PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2",
+         "resident_cf_2g", "resident_cf_4g", "resident_cl_2g", "resident_cl_4g",
          "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
 
 
@@ -115,6 +116,24 @@ def point(shape, dt, silu, lig, oss, compile_it):
             rec[f"ran_{key}"] = ours(v, out, resident=x2[layout], return_plan=True)[1]
             if not rec[f"ran_{key}"][3]:
                 del fns[key]
+    # the resident fused plans cut into 2 and 4 times as many CTAs (fewer pieces each: at small shapes the
+    # fixed cost per piece, not the bytes, is the time); timed where such a plan exists and runs fused
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for layout, v, out in (("channels_first", x, y), ("channels_last", xcl, ycl)):
+        base = ours(v, out, resident=True, return_plan=True)[1]
+        for k in (2, 4):
+            forced = more_ctas(base, k, n, c, h * w, layout, x.element_size(), sms)
+            key = f"resident_{'cl' if layout == 'channels_last' else 'cf'}_{k}g"
+            if not forced:
+                continue
+            got, ran = ours(v, out, resident=forced, return_plan=True)
+            bad = mismatch(got.contiguous(), want)
+            if bad:
+                rec[f"{key}_wrong"] = bad
+                print(f"  WRONG {key} {shape}: {bad}", flush=True)
+            elif tuple(ran) == forced:
+                fns[key] = lambda v=v, out=out, forced=forced: ours(v, out, resident=forced)
+                rec[f"plan_{key}"] = list(forced)
     if lig is not None and not silu:
         fns["liger"] = lambda: lig(x, c, GROUPS, wt, bt, EPS)[0]
     if oss is not None and dt == torch.float16:
@@ -140,6 +159,21 @@ def point(shape, dt, silu, lig, oss, compile_it):
     return rec
 
 
+def more_ctas(plan, k, n, c, spatial, layout, elem, sms):
+    """A fused resident plan (grid, per, resident, fused, narrow) cut into k times as many CTAs, or None
+    (not fused, more CTAs than SMs, or no such cut: channels-last ranges stay inside a sample,
+    channels-first ranges hold whole 16-byte packs)."""
+    grid, per, resident, fused, narrow = plan
+    if not fused or per < k:
+        return None
+    cl = layout == "channels_last"
+    units, align = (n * spatial, 1) if cl else (n * c * spatial, 16 // elem)
+    cut = per // k // align * align
+    if cut < 1 or (cl and spatial % cut and cut % spatial) or grid * k > sms:
+        return None
+    return (-(-units // cut), cut, cut if resident >= per else min(resident, cut), True, narrow)
+
+
 def pct(r, k):
     return f"{100 * r['copy'] / r[k]:.0f}" if r.get(k) else "-"
 
@@ -151,8 +185,8 @@ def ratio(r, peer, ours):
 def table(rows):
     head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / cl two launches / resident cf / split cf / "
             "resident cf, cl at 2 CTAs per SM | eager cf / cl | "
-            "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) |")
-    lines = [head, "|" + "---|" * 14]
+            "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) | % copy resident cf / cl at 2x, 4x CTAs |")
+    lines = [head, "|" + "---|" * 15]
     for r in rows:
         us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
         cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}", us("ours_cf"), us("ours_cl"),
@@ -160,7 +194,8 @@ def table(rows):
                  f"{pct(r, 'split_cf')} / {pct(r, 'resident_cf_x2')}, {pct(r, 'resident_cl_x2')}",
                  f"{pct(r, 'eager_cf')} / {pct(r, 'eager_cl')}",
                  pct(r, "compile_cf"), pct(r, "liger"), pct(r, "trtoss_cl"), ratio(r, "compile_cf", "ours_cf"),
-                 ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl")]
+                 ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl"),
+                 f"{pct(r, 'resident_cf_2g')}, {pct(r, 'resident_cf_4g')} / {pct(r, 'resident_cl_2g')}, {pct(r, 'resident_cl_4g')}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -1,0 +1,26 @@
+"""scripts/bench_group_norm.py's plans with more CTAs (the sweep of the fixed cost per piece)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from bench_group_norm import more_ctas  # noqa: E402
+
+
+def test_channels_first_cut_keeps_whole_packs_and_covers_the_tensor():
+    # 1x1280x8x8 FP16: 81920 elements, 10 CTAs of 8192, all staged
+    plan = more_ctas((10, 8192, 8192, True, False), 4, 1, 1280, 64, "channels_first", 2, 132)
+    assert plan == (40, 2048, 2048, True, False)
+    plan = more_ctas((10, 8200, 4000, True, False), 4, 1, 1280, 64, "channels_first", 2, 132)
+    assert plan[1] % 8 == 0 and plan[0] * plan[1] >= 81920 and plan[2] == 2048
+
+
+def test_channels_last_cut_stays_inside_a_sample():
+    assert more_ctas((11, 6, 6, True, False), 2, 1, 1280, 64, "channels_last", 2, 132) is None  # 3 does not divide 64
+    assert more_ctas((16, 8, 8, True, True), 2, 2, 1280, 64, "channels_last", 2, 132) == (32, 4, 4, True, True)
+
+
+def test_no_cut_past_the_sms_or_of_a_two_launch_plan():
+    assert more_ctas((128, 64, 64, True, False), 2, 2, 320, 4096, "channels_last", 2, 132) is None
+    assert more_ctas((10, 8192, 0, False, False), 2, 1, 1280, 64, "channels_first", 2, 132) is None
