@@ -88,6 +88,7 @@ bool shapeOk(const GroupNormShape& s) {
     if (s.layout == GroupNormLayout::kChannelsLast && cs < s.channels) return false;
     if (s.n > 0 && s.spatial > 0 && (cs > INT64_MAX / s.spatial / s.n)) return false;
     if (s.channels / s.groups * s.spatial >= kMaxOffset || cs >= kMaxOffset || s.spatial >= kMaxOffset) return false;
+    if (s.n >= kMaxOffset / s.groups) return false; // segments (n x groups) < 2^31
     return true;
 }
 
@@ -321,8 +322,10 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.shifts = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + partialBytes);
         a.units = g.units, a.segLen = g.segLen;
         a.spatialDiv = FastDiv(uint32_t(s.spatial));
+        a.groupsDiv = FastDiv(uint32_t(s.groups));
         a.widthDiv = FastDiv(uint32_t(g.width));
         a.perDivOk = g.units < kMaxOffset;
+        a.segDiv = FastDiv(uint32_t(a.perDivOk ? g.segLen : 1));
         a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.channels = int32_t(s.channels);
         a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));

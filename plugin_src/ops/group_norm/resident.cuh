@@ -69,7 +69,9 @@ template <class T> struct Gn {
     float* shifts;  // [segment * width + g]: K
     int64_t units, segLen, per, resident;
     FastDiv spatialDiv;          // channels-first: an element's channel in its group
-    FastDiv perDiv, widthDiv;    // a unit's CTA (units < 2^31, else perDiv unused); a target's piece
+    FastDiv groupsDiv;           // channels-first: a segment's sample
+    FastDiv perDiv, segDiv;      // a unit's CTA and segment (units < 2^31, else unused)
+    FastDiv widthDiv;            // a target's piece
     bool perDivOk;               // units < 2^31
     int32_t spatial, cpg, channels, cstride, groups;
     int32_t packs, rows;         // channels-last: packs per pixel, pixels per CTA step
@@ -144,7 +146,7 @@ template <bool CL, class T> __device__ __forceinline__ float channelAdd(const Gn
 
 // K of segment s (and group g channels-last): the s value of the group's first element.
 template <bool CL, class T> __device__ __forceinline__ float shiftOf(const Gn<T>& a, int64_t s, int32_t g) {
-    const int64_t n = CL ? s : s / a.groups;
+    const int64_t n = CL ? s : a.groupsDiv.div(uint32_t(s));
     const int32_t c = (CL ? g : int32_t(s - n * a.groups)) * a.cpg;
     const int64_t o = CL ? n * a.segLen * a.cstride + c : s * a.segLen;
     float k = toFloat(a.x[o]) + channelAdd<CL>(a, n, c);
@@ -165,9 +167,12 @@ template <bool CL, class T> __device__ __forceinline__ void loadShifts(const Gn<
     }
 }
 
-// The CTA whose range holds unit u.
+// The CTA whose range holds unit u, and its segment.
 template <class T> __device__ __forceinline__ int64_t ctaOf(const Gn<T>& a, int64_t u) {
     return a.perDivOk ? int64_t(a.perDiv.div(uint32_t(u))) : u / a.per;
+}
+template <class T> __device__ __forceinline__ int64_t segmentOf(const Gn<T>& a, int64_t u) {
+    return a.perDivOk ? int64_t(a.segDiv.div(uint32_t(u))) : u / a.segLen;
 }
 
 // Every piece's mean and rstd from the partials of the CTAs that share its segment, in a fixed order:
@@ -217,7 +222,7 @@ struct Piece {
 // read from src (S: shared memory holding unit `base` at xs[0], or global), U packs in flight.
 template <Src S, int U, class T, int VEC, class F>
 __device__ __forceinline__ void cfWalk(const Gn<T>& a, const T* xs, const T* ks, int64_t base, const Piece& p, F&& f) {
-    const int64_t n = p.s / a.groups, gs = p.s * a.segLen;
+    const int64_t n = a.groupsDiv.div(uint32_t(p.s)), gs = p.s * a.segLen;
     const int32_t c0 = int32_t(p.s - n * a.groups) * a.cpg;
     constexpr int64_t kStep = int64_t(kThreads) * VEC;
     for (int64_t o0 = p.e0 + int64_t(threadIdx.x) * VEC; o0 < p.e1; o0 += kStep * U) {
@@ -478,7 +483,8 @@ __host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int
 
 // STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch).
 template <class T, int VEC, GroupNormLayout L, bool STREAM = true>
-__global__ void __launch_bounds__(kThreads, kNarrow<T, VEC, L> ? 2 : 1) residentKernel(Gn<T> a) {
+__global__ void __launch_bounds__(kThreads, kNarrow<T, VEC, L> || (L == GroupNormLayout::kChannelsFirst && !STREAM) ? 2 : 1)
+residentKernel(Gn<T> a) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red2[2][32];
     constexpr bool kCl = L == GroupNormLayout::kChannelsLast;
@@ -488,8 +494,8 @@ __global__ void __launch_bounds__(kThreads, kNarrow<T, VEC, L> ? 2 : 1) resident
     t.u0 = int64_t(blockIdx.x) * a.per;
     t.u1 = t.u0 + a.per < a.units ? t.u0 + a.per : a.units;
     t.rs = t.u1 - a.resident > t.u0 ? t.u1 - a.resident : t.u0;
-    t.first = t.u0 / a.segLen;
-    t.pieces = int32_t((t.u1 - 1) / a.segLen - t.first + 1);
+    t.first = segmentOf(a, t.u0);
+    t.pieces = int32_t(segmentOf(a, t.u1 - 1) - t.first + 1);
     const int64_t slot = (a.resident * ue + 7) / 8 * 8; // staged elements per copy, 16-byte aligned
     T* sx = reinterpret_cast<T*>(smem);
     T* sk = sx + slot;
