@@ -323,6 +323,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.units = g.units, a.segLen = g.segLen;
         a.spatialDiv = FastDiv(uint32_t(s.spatial));
         a.groupsDiv = FastDiv(uint32_t(s.groups));
+        a.cpgDiv = FastDiv(uint32_t(s.channels / s.groups));
         a.widthDiv = FastDiv(uint32_t(g.width));
         a.perDivOk = g.units < kMaxOffset;
         a.segDiv = FastDiv(uint32_t(a.perDivOk ? g.segLen : 1));
@@ -334,6 +335,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         const auto run = [&](const GroupNormResidentPlan& p) {
             const Geometry pg = geometryFor(p); // g: the widest packs
             a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
+            a.packsDiv = FastDiv(uint32_t(pg.packs > 0 ? pg.packs : 1));
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
             return launchWith(pg, a, p, smemOf(pg, p), stream);

@@ -75,6 +75,7 @@ template <class T> struct Gn {
     bool perDivOk;               // units < 2^31
     int32_t spatial, cpg, channels, cstride, groups;
     int32_t packs, rows;         // channels-last: packs per pixel, pixels per CTA step
+    FastDiv packsDiv, cpgDiv;    // channels-last: a thread's pixel row; a channel's group
     int32_t maxPieces;           // segments a CTA's range meets, at most
     float eps, invCount;         // invCount: 1 / elements per group
     GroupNormSkip skipMode;
@@ -303,29 +304,24 @@ template <bool STREAM, class T, int VEC> __device__ void cfNorm(const Gn<T>& a, 
 // This thread's channels: pack `c / VEC` of every `rows`-th pixel from `r`; idle threads (r >= rows) hold none.
 template <int VEC> struct Lane {
     int32_t r, c;   // pixel row, first channel
-    int32_t g0;     // channel c's group
     bool active;
     uint32_t valid; // bit e: channel c + e < channels (not the pad)
-    uint32_t next;  // bit e: channel c + e starts a group after channel c's
     template <class T> __device__ __forceinline__ explicit Lane(const Gn<T>& a) {
-        r = int32_t(threadIdx.x) / a.packs;
+        r = int32_t(a.packsDiv.div(threadIdx.x));
         c = (int32_t(threadIdx.x) - r * a.packs) * VEC;
-        g0 = c / a.cpg;
         active = r < a.rows;
-        valid = next = 0;
-        int32_t k = c - g0 * a.cpg; // c's place in its group
+        valid = 0;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-            if (c + e < a.channels) valid |= 1u << e;
-            if (e && ++k == a.cpg) next |= 1u << e, k = 0;
-        }
+        for (int e = 0; e < VEC; ++e) valid |= uint32_t(c + e < a.channels) << e;
     }
     __device__ __forceinline__ bool ok(int e) const { return valid >> e & 1; }
-    // Channel c + e's group (past the channels for the pad).
-    __device__ __forceinline__ void groups(int32_t (&g)[VEC]) const {
-        int32_t v = g0;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) g[e] = v += next >> e & 1;
+    // Channel c + e, or the last channel for the pad (its values are then not used): always a valid index.
+    template <class T> __device__ __forceinline__ int32_t channel(const Gn<T>& a, int e) const {
+        return c + e < a.channels ? c + e : a.channels - 1;
+    }
+    // The group of channel(a, e).
+    template <class T> __device__ __forceinline__ int32_t group(const Gn<T>& a, int e) const {
+        return int32_t(a.cpgDiv.div(uint32_t(channel(a, e))));
     }
 };
 
@@ -371,7 +367,11 @@ __device__ __forceinline__ void clEach(const Gn<T>& a, const Cta<T>& t, const La
 
 template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a, const Lane<VEC>& l, int64_t n, float (&add)[VEC]) {
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) add[e] = l.ok(e) ? channelAdd<true>(a, n, l.c + e) : 0.f;
+    for (int e = 0; e < VEC; ++e) add[e] = 0.f;
+    if (!a.bias && a.skipMode != GroupNormSkip::kPerChannel) return; // one branch, not one per channel
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+        if (l.ok(e)) add[e] = channelAdd<true>(a, n, l.c + e);
 }
 
 // Sums red[rr * cstride + c] over the rows and the channels of each group g of sample n into its partial
@@ -405,12 +405,11 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
     for (int32_t p = 0; p < t.pieces; ++p) {
         const int64_t n = t.first + p;
         float add[VEC], k[VEC], s1[VEC], s2[VEC];
-        int32_t g[VEC];
         clAdd(a, l, n, add);
-        l.groups(g);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            k[e] = l.ok(e) ? t.shift[p * a.groups + g[e]] : 0.f;
+            const float ke = t.shift[p * a.groups + l.group(a, e)];
+            k[e] = l.ok(e) ? ke : 0.f;
             s1[e] = s2[e] = 0.f;
         }
         // The pad's sums (garbage) are never read: clGroupSums adds real channels only.
@@ -436,12 +435,10 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
     const Lane<VEC> l(a);
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         float add[VEC], m[VEC], sc[VEC], sh[VEC];
-        int32_t g[VEC];
         clAdd(a, l, t.first + p, add);
-        l.groups(g);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            const int32_t i = p * a.groups + (l.ok(e) ? g[e] : 0);
+            const int32_t i = p * a.groups + l.group(a, e);
             m[e] = l.ok(e) ? t.mean[i] : 0.f;
             sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
             sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
