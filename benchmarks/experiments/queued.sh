@@ -17,6 +17,7 @@
 #   focus    with little device time left: the GroupNorm and trtplugins.torch GPU tests, the GroupNorm
 #            sanitizers, a short gn and gnsrc
 #   gnq      a short gn (9 shapes, FP16, no compile) then gnsrc, where the budget is short
+#   check    a short window with a library built beforehand: the resident GroupNorm's GPU tests, ncu times
 #   gnsrc    ncu per SASS instruction (executed, stall samples) of the resident GroupNorm kernel: channels-last at
 #            SD batch 2 and at 1x1280x8x8 (14 us for 0.2 MB in run 3), channels-first at 1x1280x8x8
 #   autotune the configurations of every form, dtype and hidden size (triton ran FP16 at 768/4096/16384):
@@ -34,6 +35,17 @@ aot_library() {
     cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
   export TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so
 }
+# One resident GroupNorm launch, FP16, for ncu to profile: gn_launch LAYOUT N C H W
+gn_launch() {
+  python3 -c "
+import torch, sys; sys.path.insert(0, '.')
+from trtplugins.ops import group_norm as g
+x = torch.randn($2, $3, $4, $5, device='cuda', dtype=torch.float16)
+x = x.contiguous(memory_format=torch.channels_last) if '$1' == 'channels_last' else x
+w = torch.ones($3, device='cuda')
+g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, layout='$1')
+torch.cuda.synchronize()"
+}
 case ${1:-} in
   tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
             SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
@@ -42,15 +54,10 @@ case ${1:-} in
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
         BENCH_TIMEOUT=420 bash $batch
       for layout in channels_last channels_first; do
+        export -f gn_launch
         timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
-          --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 2 python3 -c "
-import torch, sys; sys.path.insert(0, '.')
-from trtplugins.ops import group_norm as g
-x = torch.randn(2, 320, 64, 64, device='cuda', dtype=torch.float16)
-x = x.contiguous(memory_format=torch.channels_last) if '$layout' == 'channels_last' else x
-w = torch.ones(320, device='cuda')
-for _ in range(2): g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, layout='$layout')
-torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
+          --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
+          bash -c "gn_launch $layout 2 320 64 64" > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
@@ -61,19 +68,23 @@ torch.cuda.synchronize()" > "$OUT/ncu_resident_$layout.txt" 2>&1
         export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
           set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}
+          export -f gn_launch
           timeout 90 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
-            --section SpeedOfLight -o "$OUT/$name" -f python3 -c "
-import torch, sys; sys.path.insert(0, '.')
-from trtplugins.ops import group_norm as g
-x = torch.randn($2, $3, $4, $5, device='cuda', dtype=torch.float16)
-x = x.contiguous(memory_format=torch.channels_last) if '$1' == 'channels_last' else x
-w = torch.ones($3, device='cuda')
-g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, layout='$1')
-torch.cuda.synchronize()" > "$OUT/$name.log" 2>&1
+            --section SpeedOfLight -o "$OUT/$name" -f bash -c "gn_launch $*" > "$OUT/$name.log" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
           grep -E "Duration|Warp Cycles Per Issued|Issued Warp" "$OUT/$name.txt" | head -3; wc -l < "$OUT/$name.sass.csv"
         done ;;
+  check) # a short window: the resident GroupNorm's GPU tests and ncu times only, with the kernel library
+         # built here for sm_90 and carried (TRTPLUGINS_KERNELS_LIB=build-local/libtrtplugins_kernels.so)
+         [ -f "${TRTPLUGINS_KERNELS_LIB:-}" ] || { echo "check: TRTPLUGINS_KERNELS_LIB is not a built library"; exit 2; }
+         timeout "${TEST_TIMEOUT:-100}" python3 -m pytest -m gpu tests/gpu/test_group_norm_channels_last_gpu.py -q -x \
+           -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
+         export -f gn_launch
+         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
+           echo "$case: $(timeout 30 ncu --clock-control none -k regex:residentKernel -c 1 --section SpeedOfLight \
+             bash -c "gn_launch $case" 2>&1 | grep -E "Duration" | tr -s ' ')"
+         done ;;
   triton) timeout 240 python3 benchmarks/experiments/triton_aot_check.py --autotune plugin_src/ops/skip_norm/triton_configs.json \
             --dtypes float16 --mib 32 --hiddens 768 4096 16384 > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log"
           cp plugin_src/ops/skip_norm/triton_configs.json "$OUT/" 2>/dev/null
