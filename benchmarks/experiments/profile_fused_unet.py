@@ -1,5 +1,7 @@
 """Where the host time of the SD UNet's forward goes, eager and eager + fuse (issue 33): ms per
-forward with a synchronize after each, and the Python functions with the most own time (cProfile)."""
+forward with a synchronize after each, the Python functions with the most own time (cProfile), and the
+CUDA runtime calls with the most host time (torch.profiler: a synchronizing or slow call of ours shows
+there, which cProfile only sees as time inside the ctypes call)."""
 
 import cProfile
 import pstats
@@ -40,3 +42,12 @@ with torch.inference_mode():
     torch.cuda.synchronize()
     pr.disable()
     pstats.Stats(pr).sort_stats("tottime").print_stats(25)
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(5):
+            model(*inputs)
+        torch.cuda.synchronize()
+    runtime = [e for e in prof.key_averages() if e.key.startswith("cuda") or e.key.startswith("cu")]
+    print("CUDA runtime calls, 5 forwards: calls, host us total, us per call")
+    for e in sorted(runtime, key=lambda e: -e.self_cpu_time_total)[:15]:
+        print(f"  {e.key:40s} {e.count:6d} {e.self_cpu_time_total:10.0f} {e.self_cpu_time_total / e.count:8.1f}")

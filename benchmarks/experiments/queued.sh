@@ -11,6 +11,8 @@
 #   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and
 #            SkipNorm GPU tests through it, then the check (ours, AOT and the launch's own choice: picked)
 #   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
+#   unethost where the fused UNet's host time goes (run 5: ~140 us per call of ours inside the model, 26 in
+#            a loop): cProfile and the CUDA runtime calls, eager and eager + fuse
 #   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
@@ -51,6 +53,9 @@ case ${1:-} in
             SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
   tests2) TESTS="plugin_gpu or concurrency" TEST_TIMEOUT=420 bash $batch ;;
   torch) bash benchmarks/run_torch_gpu.sh ;;
+  unethost) TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
+            export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
+            timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
         BENCH_TIMEOUT=420 bash $batch
       for layout in channels_last channels_first; do
