@@ -55,7 +55,7 @@ case ${1:-} in
   torch) bash benchmarks/run_torch_gpu.sh ;;
   unethost) TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
             export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
-            timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
+            PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
         BENCH_TIMEOUT=420 bash $batch
       for layout in channels_last channels_first; do
