@@ -51,3 +51,20 @@ with torch.inference_mode():
     print("CUDA runtime calls, 5 forwards: calls, host us total, us per call")
     for e in sorted(runtime, key=lambda e: -e.self_cpu_time_total)[:15]:
         print(f"  {e.key:40s} {e.count:6d} {e.self_cpu_time_total:10.0f} {e.self_cpu_time_total / e.count:8.1f}")
+
+# Run 5 profiled our op inside compile + fuse although fuse's under_compile default runs torch's ops there
+# (a CPU run of the tiny UNet traces none): the ops dynamo traces on this GPU, before Inductor.
+traced = []
+
+
+def recording(gm, example_inputs):
+    traced.extend(str(n.target) for n in gm.graph.nodes if n.op == "call_function")
+    return gm.forward
+
+
+with torch.inference_mode():
+    torch._dynamo.reset()
+    torch.compile(model, dynamic=False, backend=recording)(*inputs)
+ours = sorted({t for t in traced if "trtplugins" in t})
+print(f"traced under torch.compile: {len(traced)} ops, ours: {ours or 'none'}; graph breaks: "
+      f"{torch._dynamo.utils.counters['graph_break'] or 'none'}")
