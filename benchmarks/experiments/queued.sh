@@ -2,8 +2,9 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next session: tests1, gn, gnsrc, picks, torch; focus ran on 2026-12-06 on the code before its last
-# two GroupNorm fixes, tests2 and triton on 2026-12-05). Results come back as $OUT/queued.tgz.
+# Steps (next session: focus (the channels-last set-up change since run 5 is untested on a GPU), gn, unethost,
+# tests2, picks; run 5 on 2026-12-06 ran focus, torch and the rest of tests1). Results come back as
+# $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
