@@ -326,6 +326,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.cpgDiv = FastDiv(uint32_t(s.channels / s.groups));
         a.widthDiv = FastDiv(uint32_t(g.width));
         a.perDivOk = g.units < kMaxOffset;
+        a.weights16 = aligned16(args.gamma) && (!args.beta || aligned16(args.beta));
         a.segDiv = FastDiv(uint32_t(a.perDivOk ? g.segLen : 1));
         a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.channels = int32_t(s.channels);
         a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);

@@ -73,6 +73,7 @@ template <class T> struct Gn {
     FastDiv perDiv, segDiv;      // a unit's CTA and segment (units < 2^31, else unused)
     FastDiv widthDiv;            // a target's piece
     bool perDivOk;               // units < 2^31
+    bool weights16;              // gamma (and beta) 16-byte aligned: a lane reads its channels' weights in float4s
     int32_t spatial, cpg, channels, cstride, groups;
     int32_t packs, rows;         // channels-last: packs per pixel, pixels per CTA step
     FastDiv packsDiv, cpgDiv;    // channels-last: a thread's pixel row; a channel's group
@@ -421,10 +422,18 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
                 s2[e] = fmaf(d, d, s2[e]);
             }
         });
-        // Per channel over the rows, then per group over its channels, through t.red.
-        if (l.active)
+        // Per channel over the rows, then per group over its channels, through t.red (16-byte stores where
+        // the pack has pairs of channels: half the shared-memory wavefronts of 8-byte ones).
+        if (l.active) {
+            float2* r = t.red + l.r * a.cstride + l.c;
+            if constexpr (VEC % 2 == 0) {
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) t.red[l.r * a.cstride + l.c + e] = make_float2(s1[e], s2[e]);
+                for (int e = 0; e < VEC; e += 2) reinterpret_cast<float4*>(r)[e / 2] = make_float4(s1[e], s2[e], s1[e + 1], s2[e + 1]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) r[e] = make_float2(s1[e], s2[e]);
+            }
+        }
         __syncthreads();
         clGroupSums(a, t.red, n);
         if (p + 1 < t.pieces) __syncthreads(); // t.red is written again
@@ -436,12 +445,28 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         float add[VEC], m[VEC], sc[VEC], sh[VEC];
         clAdd(a, l, t.first + p, add);
+        if (VEC % 4 == 0 && a.weights16 && l.valid == (1u << VEC) - 1) { // the weights in float4s: coalesced
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-            const int32_t i = p * a.groups + l.group(a, e);
-            m[e] = l.ok(e) ? t.mean[i] : 0.f;
-            sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
-            sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
+            for (int e = 0; e < VEC; e += 4) {
+                const float4 g = __ldg(reinterpret_cast<const float4*>(a.gamma + l.c + e));
+                const float4 b = a.beta ? __ldg(reinterpret_cast<const float4*>(a.beta + l.c + e)) : make_float4(0.f, 0.f, 0.f, 0.f);
+                sc[e] = g.x, sc[e + 1] = g.y, sc[e + 2] = g.z, sc[e + 3] = g.w;
+                sh[e] = b.x, sh[e + 1] = b.y, sh[e + 2] = b.z, sh[e + 3] = b.w;
+            }
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+                const int32_t i = p * a.groups + l.group(a, e);
+                m[e] = t.mean[i];
+                sc[e] *= t.rstd[i];
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+                const int32_t i = p * a.groups + l.group(a, e);
+                m[e] = l.ok(e) ? t.mean[i] : 0.f;
+                sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
+                sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
+            }
         }
         // The pad is written as zero: per element only in the lane whose pack holds some (padded).
         const auto walk = [&](auto act, auto padded) {
