@@ -90,50 +90,47 @@ def point(shape, dt, silu, lig, oss, compile_it):
                                                    activation=act, out=out, workspace=ws, **kw)
     dname = str(dt).removeprefix("torch.")
     two = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout="channels_last", configured=False)
-    # the fused plans of two CTAs per SM (half the shared memory each; 16-bit channels-last narrow); where
-    # two CTAs cannot be resident the cooperative launch is refused and it runs as two launches
-    x2 = {lay: group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=lay, ctas_per_sm=2)
-          for lay in ("channels_first", "channels_last")}
     fns = {"ours_cl": lambda: ours(xcl, ycl), "ours_cf": lambda: ours(x, y),
            "cl_two_launches": lambda: ours(xcl, ycl, resident=two),
            "resident_cf": lambda: ours(x, y, resident=True), "split_cf": lambda: ours(x, y, resident=False),
-           "resident_cf_x2": lambda: ours(x, y, resident=x2["channels_first"]),
-           "resident_cl_x2": lambda: ours(xcl, ycl, resident=x2["channels_last"]),
            "eager_cf": lambda: eager(x), "eager_cl": lambda: eager(xcl)}
     rec = {"op": "group_norm_silu" if silu else "group_norm", "shape": list(shape),
            "mb": x.numel() * x.element_size() / 1e6}
     want = eager(x)
-    for key in ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2"):
-        bad = mismatch(fns[key]().contiguous(), want)
+
+    def wrong(key, got):
+        bad = mismatch(got.contiguous(), want)
         if bad:
             rec[f"{key}_wrong"] = bad
             print(f"  WRONG {key} {shape}: {bad}", flush=True)
+        return bad
+
+    for key in ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf"):
+        if wrong(key, fns[key]()):
             del fns[key]
-    # a two-CTA plan whose cooperative launch is refused falls back to two launches, which a graph capture
-    # does not survive: timed only where it runs fused
-    for key, layout, v, out in (("resident_cf_x2", "channels_first", x, y), ("resident_cl_x2", "channels_last", xcl, ycl)):
-        if key in fns:
-            rec[f"ran_{key}"] = ours(v, out, resident=x2[layout], return_plan=True)[1]
-            if not rec[f"ran_{key}"][3]:
-                del fns[key]
-    # the resident fused plans cut into 2 and 4 times as many CTAs (fewer pieces each: at small shapes the
-    # fixed cost per piece, not the bytes, is the time); timed where such a plan exists and runs fused
+
+    def forced(key, v, out, plan):
+        """A plan forced on the launch: checked, and timed only where it ran as forced (a fused plan the GPU
+        cannot hold at once runs as two launches)."""
+        got, ran = ours(v, out, resident=plan, return_plan=True)
+        rec[f"ran_{key}"] = list(ran)
+        if not wrong(key, got) and tuple(ran) == tuple(plan):
+            fns[key] = lambda: ours(v, out, resident=plan)
+
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for layout, v, out in (("channels_first", x, y), ("channels_last", xcl, ycl)):
+        tag = "cl" if layout == "channels_last" else "cf"
+        # the fused plan of two CTAs per SM (half the shared memory each; 16-bit channels-last narrow)
+        plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, ctas_per_sm=2)
+        if plan[3]:
+            forced(f"resident_{tag}_x2", v, out, plan)
+        # the resident fused plan cut into 2 and 4 times as many CTAs (fewer pieces each: at small shapes
+        # the fixed cost per piece, not the bytes, is the time)
         base = ours(v, out, resident=True, return_plan=True)[1]
         for k in (2, 4):
-            forced = more_ctas(base, k, n, c, h * w, layout, x.element_size(), sms)
-            key = f"resident_{'cl' if layout == 'channels_last' else 'cf'}_{k}g"
-            if not forced:
-                continue
-            got, ran = ours(v, out, resident=forced, return_plan=True)
-            bad = mismatch(got.contiguous(), want)
-            if bad:
-                rec[f"{key}_wrong"] = bad
-                print(f"  WRONG {key} {shape}: {bad}", flush=True)
-            elif tuple(ran) == forced:
-                fns[key] = lambda v=v, out=out, forced=forced: ours(v, out, resident=forced)
-                rec[f"plan_{key}"] = list(forced)
+            plan = more_ctas(base, k, n, c, h * w, layout, x.element_size(), sms)
+            if plan:
+                forced(f"resident_{tag}_{k}g", v, out, plan)
     if lig is not None and not silu:
         fns["liger"] = lambda: lig(x, c, GROUPS, wt, bt, EPS)[0]
     if oss is not None and dt == torch.float16:
