@@ -202,11 +202,14 @@ cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResiden
 
 
 // Whether every CTA of fused plan p fits on the current device at once, as its cooperative launch needs.
-template <class T> bool coResident(const Geometry& g, const GroupNormResidentPlan& p) {
+bool coResident(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
     int dev = 0, sms = 0, blocks = 0;
-    return succeeded(cudaGetDevice(&dev)) && succeeded(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) &&
-           succeeded(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernelOf<T>(g, p), kThreads, smemOf(g, p))) &&
-           int64_t(blocks) * sms >= p.grid;
+    if (!succeeded(cudaGetDevice(&dev)) || !succeeded(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)))
+        return false;
+    const cudaError_t e = dispatchDType(dt, [&](auto tag) { // the kernel launchWith runs for this plan
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernelOf<decltype(tag)>(g, p), kThreads, smemOf(g, p));
+    });
+    return succeeded(e) && int64_t(blocks) * sms >= p.grid;
 }
 
 bool capturing(cudaStream_t stream) {
@@ -271,8 +274,7 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
         const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, groupNormResidentDevice());
         if (!p.fused) return p;
         const Geometry g = geometryOf(dt, s, aligned, p.narrow);
-        const bool fits = dispatchDType(dt, [&](auto tag) { return coResident<decltype(tag)>(g, p) ? cudaSuccess : cudaErrorInvalidValue; });
-        return fits == cudaSuccess ? p : groupNormResidentPlan(dt, s, aligned);
+        return coResident(dt, g, p) ? p : groupNormResidentPlan(dt, s, aligned);
     } catch (...) {
         return {};
     }
@@ -343,11 +345,10 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         };
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
         // first (a refused launch would invalidate it), otherwise the refusal answers.
-        if (plan.fused && capturing(stream) && !coResident<T>(geometryFor(plan), plan))
+        if (plan.fused && capturing(stream) && !coResident(dt, geometryFor(plan), plan))
             plan = twoLaunches;
         cudaError_t e = run(plan);
-        if (plan.fused && e != cudaSuccess) {
-            (void)cudaGetLastError(); // the refusal is answered here, not left for the caller's next check
+        if (plan.fused && !succeeded(e)) { // succeeded() clears the refusal: the caller's next check does not see it
             plan = twoLaunches;
             e = run(plan);
         }
