@@ -445,17 +445,11 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         float add[VEC], m[VEC], sc[VEC], sh[VEC];
         clAdd(a, l, t.first + p, add);
-        const auto perChannel = [&] {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                const int32_t i = p * a.groups + l.group(a, e);
-                m[e] = l.ok(e) ? t.mean[i] : 0.f;
-                sc[e] = l.ok(e) ? t.rstd[i] * __ldg(a.gamma + l.c + e) : 0.f;
-                sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
-            }
-        };
+        // The weights: in float4s where aligned and the lane holds no pad (a warp reads them contiguously),
+        // else per channel (0 for the pad); then each channel's group's mean and rstd.
+        bool loaded = false;
         if constexpr (VEC % 4 == 0) {
-            if (a.weights16 && l.valid == (1u << VEC) - 1) { // the weights in float4s: a warp reads them contiguously
+            if (a.weights16 && l.valid == (1u << VEC) - 1) {
 #pragma unroll
                 for (int e = 0; e < VEC; e += 4) {
                     const float4 g = __ldg(reinterpret_cast<const float4*>(a.gamma + l.c + e));
@@ -463,17 +457,20 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
                     sc[e] = g.x, sc[e + 1] = g.y, sc[e + 2] = g.z, sc[e + 3] = g.w;
                     sh[e] = b.x, sh[e + 1] = b.y, sh[e + 2] = b.z, sh[e + 3] = b.w;
                 }
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) {
-                    const int32_t i = p * a.groups + l.group(a, e);
-                    m[e] = t.mean[i];
-                    sc[e] *= t.rstd[i];
-                }
-            } else {
-                perChannel();
+                loaded = true;
             }
-        } else {
-            perChannel();
+        }
+        if (!loaded)
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) {
+                sc[e] = l.ok(e) ? __ldg(a.gamma + l.c + e) : 0.f;
+                sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
+            }
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            const int32_t i = p * a.groups + l.group(a, e);
+            m[e] = l.ok(e) ? t.mean[i] : 0.f;
+            sc[e] *= t.rstd[i];
         }
         // The pad is written as zero: per element only in the lane whose pack holds some (padded).
         const auto walk = [&](auto act, auto padded) {
