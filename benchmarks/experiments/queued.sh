@@ -49,6 +49,7 @@ w = torch.ones($3, device='cuda')
 g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, layout='$1')
 torch.cuda.synchronize()"
 }
+export -f gn_launch # ncu runs it through bash -c
 case ${1:-} in
   tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
             SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
@@ -60,7 +61,6 @@ case ${1:-} in
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
         BENCH_TIMEOUT=420 bash $batch
       for layout in channels_last channels_first; do
-        export -f gn_launch
         timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
           --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
           bash -c "gn_launch $layout 2 320 64 64" > "$OUT/ncu_resident_$layout.txt" 2>&1
@@ -74,7 +74,6 @@ case ${1:-} in
         export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
           set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}
-          export -f gn_launch
           timeout 90 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
             --section SpeedOfLight -o "$OUT/$name" -f bash -c "gn_launch $*" > "$OUT/$name.log" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
@@ -86,7 +85,6 @@ case ${1:-} in
          [ -f "${TRTPLUGINS_KERNELS_LIB:-}" ] || { echo "check: TRTPLUGINS_KERNELS_LIB is not a built library"; exit 2; }
          timeout "${TEST_TIMEOUT:-100}" python3 -m pytest -m gpu tests/gpu/test_group_norm_channels_last_gpu.py -q -x \
            -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
-         export -f gn_launch
          for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
            echo "$case: $(timeout 30 ncu --clock-control none -k regex:residentKernel -c 1 --section SpeedOfLight \
              bash -c "gn_launch $case" 2>&1 | grep -E "Duration" | tr -s ' ')"
