@@ -43,6 +43,13 @@ EXAMPLE = ({"num_groups": 4, "gamma": np.linspace(0.5, 1.5, 32, dtype=np.float32
 # --- reference ------------------------------------------------------------------------------
 
 
+def skip_fits(shape, skip_shape) -> bool:
+    """Whether the op takes a skip of skip_shape beside x of shape (N, C, spatial...): x's shape, or
+    [N, C, 1, ...] (per channel)."""
+    shape, skip_shape = tuple(shape), tuple(skip_shape)
+    return skip_shape in (shape, shape[:2] + (1,) * (len(shape) - 2))
+
+
 def reference(
     x: np.ndarray,
     skip: np.ndarray | None = None,
@@ -74,7 +81,7 @@ def reference(
         s = s + f64(bias).reshape(chan)
     if skip is not None:
         skip = np.asarray(skip)
-        if skip.shape != x.shape and skip.shape != (n, c) + (1,) * (x.ndim - 2):
+        if not skip_fits(x.shape, skip.shape):
             raise ValueError(f"skip shape {skip.shape} is neither x's {x.shape} nor [N, C, 1, ...]")
         s = s + f64(skip)
     g = s.reshape(n, num_groups, c // num_groups * int(np.prod(x.shape[2:])))

@@ -17,6 +17,7 @@ import functools
 import torch
 
 from .. import ops
+from ..ops.group_norm import skip_fits as group_norm_skip_fits
 from ..ops import registry
 from . import cpu
 
@@ -96,7 +97,7 @@ def check(spec: ops.OpSpec, a: dict) -> list[tuple]:
         width, groups, skip = shape[1], a["num_groups"], a["skip"]
         if groups < 1 or width % groups:
             raise ValueError(f"{name}: num_groups {groups} does not divide the {width} channels")
-        if skip is not None and tuple(skip.shape) not in (shape, shape[:2] + (1,) * (len(shape) - 2)):
+        if skip is not None and not group_norm_skip_fits(shape, skip.shape):
             raise ValueError(f"{name}: skip {tuple(skip.shape)} is neither x's {shape} nor [N, C, 1, ...]")
     elif spec.name == ops.GATED_ACTIVATION:
         if a["x2"] is not None:

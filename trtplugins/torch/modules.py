@@ -17,6 +17,7 @@ from torch import nn
 
 from torch.nn import functional as F
 
+from ..ops.group_norm import skip_fits
 from .library import group_norm, skip_norm
 
 UNDER_COMPILE = ("torch", "trtplugins")
@@ -132,8 +133,7 @@ class FusedGroupNorm(_Affine):
         act = self.activation if activation is None else activation
         if skip is not None and not (
                 isinstance(x, torch.Tensor) and isinstance(skip, torch.Tensor) and skip.dtype == x.dtype
-                and skip.device == x.device and x.dim() > 2
-                and tuple(skip.shape) in (tuple(x.shape), tuple(x.shape[:2]) + (1,) * (x.dim() - 2))):
+                and skip.device == x.device and x.dim() > 2 and skip_fits(x.shape, skip.shape)):
             x, skip = x + skip, None
         if _compiled(self) and act in ("none", "silu"):  # any other: the op's own error
             x = x if skip is None else x + skip
