@@ -38,18 +38,7 @@ aot_library() {
     cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
   export TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so
 }
-# One resident GroupNorm launch, FP16, for ncu to profile: gn_launch LAYOUT N C H W
-gn_launch() {
-  python3 -c "
-import torch, sys; sys.path.insert(0, '.')
-from trtplugins.ops import group_norm as g
-x = torch.randn($2, $3, $4, $5, device='cuda', dtype=torch.float16)
-x = x.contiguous(memory_format=torch.channels_last) if '$1' == 'channels_last' else x
-w = torch.ones($3, device='cuda')
-g.kernel(x, num_groups=32, gamma=w, beta=w, resident=True, layout='$1')
-torch.cuda.synchronize()"
-}
-export -f gn_launch # ncu runs it through bash -c
+gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
 case ${1:-} in
   tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
             SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
@@ -63,7 +52,7 @@ case ${1:-} in
       for layout in channels_last channels_first; do
         timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
           --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
-          bash -c "gn_launch $layout 2 320 64 64" > "$OUT/ncu_resident_$layout.txt" 2>&1
+          $gn_launch $layout 2 320 64 64 > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
@@ -75,7 +64,7 @@ case ${1:-} in
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
           set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}
           timeout 90 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
-            --section SpeedOfLight -o "$OUT/$name" -f bash -c "gn_launch $*" > "$OUT/$name.log" 2>&1
+            --section SpeedOfLight -o "$OUT/$name" -f $gn_launch $* > "$OUT/$name.log" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
           grep -E "Duration|Warp Cycles Per Issued|Issued Warp" "$OUT/$name.txt" | head -3; wc -l < "$OUT/$name.sass.csv"
@@ -87,7 +76,7 @@ case ${1:-} in
            -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
            echo "$case: $(timeout 30 ncu --clock-control none -k regex:residentKernel -c 1 --section SpeedOfLight \
-             bash -c "gn_launch $case" 2>&1 | grep -E "Duration" | tr -s ' ')"
+             $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
          done ;;
   triton) timeout 240 python3 benchmarks/experiments/triton_aot_check.py --autotune plugin_src/ops/skip_norm/triton_configs.json \
             --dtypes float16 --mib 32 --hiddens 768 4096 16384 > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log"

@@ -1,0 +1,17 @@
+"""One resident GroupNorm launch, FP16, for ncu to profile (queued.sh):
+    python3 benchmarks/experiments/gn_launch.py LAYOUT N C H W"""
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from trtplugins.ops import group_norm  # noqa: E402
+
+layout, (n, c, h, w) = sys.argv[1], map(int, sys.argv[2:6])
+x = torch.randn(n, c, h, w, device="cuda", dtype=torch.float16)
+x = x.contiguous(memory_format=torch.channels_last) if layout == "channels_last" else x
+ones = torch.ones(c, device="cuda")
+group_norm.kernel(x, num_groups=32, gamma=ones, beta=ones, resident=True, layout=layout)
+torch.cuda.synchronize()
