@@ -186,11 +186,9 @@ def test_fused_models_compile_with_fullgraph():
         torch.testing.assert_close(got, want)
 
 
-@pytest.mark.parametrize("under_compile", ["torch", "trtplugins"])
-def test_under_compile_picks_the_ops_the_compiler_sees(under_compile):
-    """fuse(model, under_compile=...): torch's own norm ops in the compiled graph (Inductor fuses them),
-    or our op; an export traces our op either way."""
-    model, args = unet(), UNET_ARGS
+def _compiled_and_exported(model, args):
+    """The ops torch.compile traces from model (its output checked against eager) and those
+    torch.export traces."""
     seen = []
 
     def backend(gm, example_inputs):
@@ -198,12 +196,21 @@ def test_under_compile_picks_the_ops_the_compiler_sees(under_compile):
         return gm.forward
 
     with torch.no_grad():
-        fuse(model, under_compile=under_compile)
         want = model(*args)[0]
         torch._dynamo.reset()
         got = torch.compile(model, backend=backend, fullgraph=True)(*args)[0]
         exported = {str(n.target) for n in torch.export.export(model, args).graph.nodes if n.op == "call_function"}
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    return seen, exported
+
+
+@pytest.mark.parametrize("under_compile", ["torch", "trtplugins"])
+def test_under_compile_picks_the_ops_the_compiler_sees(under_compile):
+    """fuse(model, under_compile=...): torch's own norm ops in the compiled graph (Inductor fuses them),
+    or our op; an export traces our op either way."""
+    model, args = unet(), UNET_ARGS
+    fuse(model, under_compile=under_compile)
+    seen, exported = _compiled_and_exported(model, args)
     ours = [t for t in seen if "trtplugins" in t]
     assert (len(ours) > 0) == (under_compile == "trtplugins"), ours
     norms = ("group_norm", "layer_norm") if under_compile == "torch" else ("group_norm", "skip_norm")
@@ -211,6 +218,23 @@ def test_under_compile_picks_the_ops_the_compiler_sees(under_compile):
     assert {"trtplugins.group_norm.default", "trtplugins.skip_norm.default"} <= exported
     with pytest.raises(ValueError, match="under_compile must be one of torch, trtplugins"):
         fuse(unet(), under_compile="inductor")
+
+
+def test_under_compile_goes_by_the_flag_torch_export_sets(monkeypatch):
+    """Before torch 2.14, dynamo answers torch.compiler.is_exporting() with True under torch.compile too
+    (pytorch/pytorch#176347; the GPU machine's torch 2.11 ran our op inside compiled UNets): a module
+    asks the flag torch.export sets instead."""
+    from trtplugins.torch.modules import _compiled
+
+    m = FusedGroupNorm(2, 4)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    monkeypatch.setattr(torch.compiler, "is_exporting", lambda: True)  # as those versions' dynamo answers
+    assert _compiled(m)  # compiling, not exporting: torch's ops
+    monkeypatch.setattr(torch.compiler, "_is_exporting_flag", True)
+    assert not _compiled(m)  # exporting: our op
+    m.under_compile = "trtplugins"
+    monkeypatch.setattr(torch.compiler, "_is_exporting_flag", False)
+    assert not _compiled(m)
 
 
 def _plugin_nodes(model):

@@ -23,9 +23,16 @@ from .library import group_norm, skip_norm
 UNDER_COMPILE = ("torch", "trtplugins")
 
 
+def _exporting() -> bool:
+    """Whether torch.export traces this call: the flag it sets (torch.compiler.is_exporting() reads True
+    under every dynamo trace before torch 2.14, pytorch/pytorch#176347)."""
+    flag = getattr(torch.compiler, "_is_exporting_flag", None)
+    return torch.compiler.is_exporting() if flag is None else flag
+
+
 def _compiled(m: nn.Module) -> bool:
     """Whether m runs torch's ops here: traced by torch.compile (not exporting) and asked to."""
-    return m.under_compile == "torch" and torch.compiler.is_compiling() and not torch.compiler.is_exporting()
+    return m.under_compile == "torch" and torch.compiler.is_compiling() and not _exporting()
 
 
 def _last_dim(normalized_shape) -> int:
