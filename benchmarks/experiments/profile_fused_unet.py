@@ -5,8 +5,10 @@ with the most GPU time, the Python functions with the most own time (cProfile) a
 calls with the most host time; then the host cost per call of the fused GroupNorm beside torch's
 GroupNorm + SiLU, in a loop; then the ops dynamo traces under torch.compile + fuse."""
 
+import copy
 import cProfile
 import pstats
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -45,10 +47,44 @@ def gpu_profile(tag, model, inputs, n=5):
     print(f"{tag}: GPU kernel time {gpu_ms:.2f} ms per forward, {launches:.0f} kernels per forward")
     for e in sorted(kernels, key=lambda e: -e.self_device_time_total)[:10]:
         print(f"  {e.key[:90]:90s} {e.count // n:5d} x {e.self_device_time_total / e.count:8.1f} us")
+    ops = {e.key: e for e in events if e.key.startswith("aten::") or e.key.startswith("trtplugins")}
     runtime = [e for e in events if e.key.startswith("cuda") or e.key.startswith("cu")]
     print(f"{tag}: CUDA runtime calls per forward: calls, host us per call")
     for e in sorted(runtime, key=lambda e: -e.self_cpu_time_total)[:8]:
         print(f"  {e.key[:60]:60s} {e.count / n:7.0f} {e.self_cpu_time_total / e.count:8.1f}")
+    return {k: (e.count / n, e.cpu_time_total / n) for k, e in ops.items()}
+
+
+def op_changes(before, after):
+    """The aten ops whose count per forward fuse changed, with their host us per forward (with children)."""
+    print("aten ops per forward, eager -> eager+fuse: count, host us (with what they call)")
+    for k in sorted(set(before) | set(after), key=lambda k: -abs(after.get(k, (0, 0))[1] - before.get(k, (0, 0))[1])):
+        (c0, t0), (c1, t1) = before.get(k, (0, 0)), after.get(k, (0, 0))
+        if c0 != c1:
+            print(f"  {k[:50]:50s} {c0:6.0f} -> {c1:6.0f}   {t0:9.0f} -> {t1:9.0f}")
+
+
+def per_class(model, inputs, n=5):
+    """Host us per forward inside each module class (inclusive of its children), from forward hooks."""
+    spent, start = {}, {}
+
+    def pre(m, args):
+        start[id(m)] = time.perf_counter()
+
+    def post(m, args, out):
+        k = type(m).__name__
+        spent[k] = spent.get(k, 0.0) + time.perf_counter() - start.pop(id(m))
+
+    hooks = [h for m in model.modules() for h in (m.register_forward_pre_hook(pre), m.register_forward_hook(post))]
+    model(*inputs)
+    torch.cuda.synchronize()
+    spent.clear()
+    for _ in range(n):
+        model(*inputs)
+    torch.cuda.synchronize()
+    for h in hooks:
+        h.remove()
+    return {k: v / n * 1e6 for k, v in spent.items()}
 
 
 def host_per_call(fn, x, n=300):
@@ -67,10 +103,22 @@ model = bm.build_unet(torch.float16)  # weights made outside inference mode, as 
 inputs = bm.unet_inputs(model, 1, torch.Generator(device="cuda").manual_seed(0))
 with torch.inference_mode():
     print("eager: host ms per forward %.2f, with the GPU %.2f" % per_forward(model, inputs))
-    gpu_profile("eager", model, inputs)
+    eager_model = copy.deepcopy(model)
+    classes = per_class(model, inputs)
+    before = gpu_profile("eager", model, inputs)
     print(tt.fuse(model))
     print("eager+fuse: host ms per forward %.2f, with the GPU %.2f" % per_forward(model, inputs))
-    gpu_profile("eager+fuse", model, inputs)
+    op_changes(before, gpu_profile("eager+fuse", model, inputs))
+    fused_classes = per_class(model, inputs)
+    # The host's speed drifts within a session (run 6: eager 24-45 ms per forward on two machines): the
+    # two models alternated, 8 rounds, medians
+    rounds = [(per_forward(eager_model, inputs)[0], per_forward(model, inputs)[0]) for _ in range(8)]
+    e, f = (statistics.median(r[i] for r in rounds) for i in (0, 1))
+    print(f"alternated, host ms per forward (median of 8): eager {e:.2f}, eager+fuse {f:.2f}: {e / f:.3f}x; "
+          f"rounds {[(round(a, 1), round(b, 1)) for a, b in rounds]}")
+    print("host us per forward inside each module class (with its children; hooks on every module): eager | fuse")
+    for k in sorted(set(classes) | set(fused_classes), key=lambda k: -max(classes.get(k, 0), fused_classes.get(k, 0))):
+        print(f"  {k:32s} {classes.get(k, 0):9.0f} {fused_classes.get(k, 0):9.0f}")
     pr = cProfile.Profile()
     pr.enable()
     for _ in range(5):
@@ -82,9 +130,12 @@ with torch.inference_mode():
     print("host us per call in a loop (no synchronize): fused GroupNorm+SiLU | torch GroupNorm + SiLU")
     for shape in ((1, 320, 64, 64), (1, 1280, 8, 8)):
         x = torch.randn(*shape, device="cuda", dtype=torch.float16)
-        norm = torch.nn.GroupNorm(32, shape[1]).cuda().half()
+        with torch.inference_mode(False):  # parameters as a loaded model's, not inference tensors
+            norm = torch.nn.GroupNorm(32, shape[1]).cuda().half()
         fused = tt.FusedGroupNorm.from_module(norm, activation="silu")
         print(f"  {shape}: {host_per_call(fused, x):.1f} | {host_per_call(lambda v: F.silu(norm(v)), x):.1f}")
+    print(f"  this host: nn.Identity() call {host_per_call(torch.nn.Identity(), x):.2f} us, torch.empty_like "
+          f"{host_per_call(torch.empty_like, x):.2f}, F.silu {host_per_call(F.silu, x):.2f}")
 
 # Run 5 profiled our op inside compile + fuse (torch 2.11's dynamo read torch.compiler.is_exporting() as
 # True: pytorch/pytorch#176347): the ops dynamo traces on this GPU, before Inductor.
