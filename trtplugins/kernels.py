@@ -150,10 +150,21 @@ def weight(t: Any, name: str, hidden: int) -> int:
 
 def stream_of(x: Any) -> int:
     """The current stream of x's GPU (the raw handle, as Inductor's generated code reads it)."""
-    import torch
+    return current_stream(x.device.index)
 
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(x.device.index) if raw else torch.cuda.current_stream(x.device).cuda_stream
+
+def current_stream(index: int) -> int:
+    """The current stream of GPU `index` (the raw handle)."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda i: torch.cuda.current_stream(i).cuda_stream)
+    return _raw_stream(index)
+
+
+_raw_stream = None  # torch's reader of a GPU's current stream, once torch is imported
 
 
 def on_device(x: Any):

@@ -335,20 +335,30 @@ def skip_mode_id(mode: str | int) -> int:
     return kernels.lookup(kernels.enums()["group_norm_skip"], mode, "skip mode")
 
 
+def launcher(dtype, skip_mode, n: int, channels: int, spatial: int, groups: int, epsilon: float, activation,
+             plan: tuple = (0, 0, False)):
+    """raw_kernel with all but the pointers resolved once (a caller launching one shape many times):
+    launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream, ran=None) -> the
+    C entry's code (ran: a c_longlong[3] for the plan that ran)."""
+    chunks, chunk_len, cluster = _plan3(plan)
+    fn, dt, mode = kernels.load().trtp_group_norm, kernels.dtype_id(dtype), skip_mode_id(skip_mode)
+    act = kernels.lookup(ACTIVATION_IDS, activation, "activation")
+
+    def launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream, ran=None):
+        return fn(dt, x, skip or None, mode, bias or None, gamma, beta or None, y, sum_out or None, workspace or None,
+                  workspace_size, n, channels, spatial, groups, epsilon, act, chunks, chunk_len, cluster, ran,
+                  stream or None)
+    return launch
+
+
 def raw_kernel(dtype, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int, y: int, sum_out: int,
                    workspace: int, workspace_size: int, n: int, channels: int, spatial: int, groups: int,
                    epsilon: float, activation, stream: int = 0, plan: tuple = (0, 0, False)) -> tuple[int, int, bool]:
     """Launches GroupNorm; returns the plan that ran (chunks, chunk_len, cluster). plan: one to force,
     (chunks, chunk_len) or (chunks, chunk_len, cluster); chunks 0: the plugin's (plan)."""
-    chunks, chunk_len, cluster = _plan3(plan)
     ran = (ctypes.c_longlong * 3)()
-    code = kernels.load().trtp_group_norm(
-        kernels.dtype_id(dtype), x, skip or None, skip_mode_id(skip_mode),
-        bias or None, gamma, beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels,
-        spatial, groups, epsilon, kernels.lookup(ACTIVATION_IDS, activation, "activation"), chunks, chunk_len,
-        int(cluster), ran, stream or None,
-    )
-    kernels.check(code, "group_norm")
+    launch = launcher(dtype, skip_mode, n, channels, spatial, groups, epsilon, activation, plan)
+    kernels.check(launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream, ran), "group_norm")
     return ran[0], ran[1], bool(ran[2])
 
 
@@ -546,6 +556,21 @@ def _stride_of(t, cs: int | None = None) -> int | None:
     return None if t.is_contiguous() and cs is None else channel_stride(t)
 
 
+def resident_launcher(dtype, layout: str, stride: int, skip_mode, n: int, channels: int, spatial: int, groups: int,
+                      epsilon: float, activation, plan: tuple | None = None):
+    """raw_resident with all but the pointers resolved once: launch(x, skip, bias, gamma, beta, y, sum_out,
+    workspace, workspace_size, stream, ran=None) -> the C entry's code (ran: a c_longlong[5])."""
+    forced = None if plan is None else (ctypes.c_longlong * 5)(*(int(v) for v in (tuple(plan) + (0,))[:5]))
+    fn, dt, mode = kernels.load().trtp_group_norm_resident, kernels.dtype_id(dtype), skip_mode_id(skip_mode)
+    lay, act = LAYOUTS[layout], kernels.lookup(ACTIVATION_IDS, activation, "activation")
+
+    def launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream, ran=None):
+        return fn(dt, lay, stride, x, skip or None, mode, bias or None, gamma, beta or None, y, sum_out or None,
+                  workspace or None, workspace_size, n, channels, spatial, groups, epsilon, act, forced, ran,
+                  stream or None)
+    return launch
+
+
 def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, bias: int, gamma: int, beta: int,
                  y: int, sum_out: int, workspace: int, workspace_size: int, n: int, channels: int, spatial: int,
                  groups: int, epsilon: float, activation, stream: int = 0,
@@ -553,13 +578,8 @@ def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, 
     """Launches GroupNorm's resident design; returns the plan that ran (grid, per, resident, fused,
     narrow). plan: one to force (narrow may be left out: False), None: the plugin's (resident_plan)."""
     ran = (ctypes.c_longlong * 5)()
-    forced = None if plan is None else (ctypes.c_longlong * 5)(*(int(v) for v in (tuple(plan) + (0,))[:5]))
-    code = kernels.load().trtp_group_norm_resident(
-        kernels.dtype_id(dtype), LAYOUTS[layout], stride, x, skip or None, skip_mode_id(skip_mode), bias or None, gamma,
-        beta or None, y, sum_out or None, workspace or None, workspace_size, n, channels, spatial, groups, epsilon,
-        kernels.lookup(ACTIVATION_IDS, activation, "activation"), forced, ran, stream or None,
-    )
-    kernels.check(code, "group_norm")
+    launch = resident_launcher(dtype, layout, stride, skip_mode, n, channels, spatial, groups, epsilon, activation, plan)
+    kernels.check(launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream, ran), "group_norm")
     return _plan5(ran)
 
 

@@ -212,15 +212,22 @@ PATTERNS = (LayerNormOp(), LayerNorm(), RmsNorm())
 NORM_IDS = spec(SKIP_NORM).enum_ids("norm")
 
 
+def launcher(dtype, rows: int, hidden: int, epsilon: float, norm, skip_rows: int = 0, variant: int = -1):
+    """raw_kernel with all but the pointers resolved once: launch(x, skip, bias, gamma, beta, y, sum_out,
+    stream, gamma_io=0, beta_io=0) -> the C entry's code."""
+    fn, dt, kind = kernels.load().trtp_skip_norm, kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm")
+
+    def launch(x, skip, bias, gamma, beta, y, sum_out, stream, gamma_io=0, beta_io=0):
+        return fn(dt, x, skip or None, bias or None, gamma, beta or None, y, sum_out or None, rows, hidden, epsilon,
+                  kind, skip_rows, variant, gamma_io or None, beta_io or None, stream or None)
+    return launch
+
+
 def raw_kernel(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: int, sum_out: int,
                   rows: int, hidden: int, epsilon: float, norm, stream: int = 0, skip_rows: int = 0,
                   variant: int = -1, gamma_io: int = 0, beta_io: int = 0):
-    code = kernels.load().trtp_skip_norm(
-        kernels.dtype_id(dtype), x, skip or None, bias or None, gamma, beta or None, y,
-        sum_out or None, rows, hidden, epsilon, kernels.lookup(NORM_IDS, norm, "norm"), skip_rows, variant,
-        gamma_io or None, beta_io or None, stream or None,
-    )
-    kernels.check(code, "skip_norm")
+    launch = launcher(dtype, rows, hidden, epsilon, norm, skip_rows, variant)
+    kernels.check(launch(x, skip, bias, gamma, beta, y, sum_out, stream, gamma_io, beta_io), "skip_norm")
 
 
 def variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False, rows: int | None = None,

@@ -133,6 +133,12 @@ def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
     size = _group_norm.workspace_size(n, num_groups)
     resident = _group_norm._resident_first(x.device.index, dtype, n, c, spatial, num_groups, mode, activation)
     plan = resident or _group_norm._device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
+    index, eps = x.device.index, float(epsilon)
+    if resident:
+        run = _group_norm.resident_launcher(dtype, "channels_first", 0, mode, n, c, spatial, num_groups, eps, activation,
+                                            plan)
+    else:
+        run = _group_norm.launcher(dtype, mode, n, c, spatial, num_groups, eps, activation, plan)
 
     def launch(x, skip, gamma, beta, bias):
         x, skip = x.contiguous(), None if skip is None else skip.contiguous()
@@ -140,12 +146,10 @@ def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
         y = torch.empty_like(x)
         s = torch.empty_like(x) if output_sum else None
         ws = torch.empty(size, dtype=torch.uint8, device=x.device)
-        args = (x.data_ptr(), _ptr(skip), mode, _p32(bi), g.p32, _p32(b), y.data_ptr(), _ptr(s), ws.data_ptr(), size, n,
-                c, spatial, num_groups, float(epsilon), activation, kernels.stream_of(x))
-        if resident:
-            _group_norm.raw_resident(dtype, "channels_first", 0, *args, plan=plan)
-        else:
-            _group_norm.raw_kernel(dtype, *args, plan)
+        code = run(x.data_ptr(), _ptr(skip), _p32(bi), g.p32, _p32(b), y.data_ptr(), _ptr(s), ws.data_ptr(), size,
+                   kernels.current_stream(index))
+        if code:
+            kernels.check(code, "group_norm")
         return [y, s] if output_sum else [y]
     return launch
 
@@ -158,6 +162,8 @@ def _skip_norm_launch(x, skip, norm, epsilon, output_sum, io):
     rows = x.numel() // hidden if hidden else 0
     dtype = kernels.dtype_name(x)
 
+    index, run = x.device.index, _skip_norm.launcher(dtype, rows, hidden, float(epsilon), norm)
+
     def launch(x, skip, gamma, beta, bias):
         x, skip = x.contiguous(), None if skip is None else skip.contiguous()
         g, b, bi = (_weight(gamma, x, hidden, "gamma"), _weight(beta, x, hidden, "beta"),
@@ -165,8 +171,10 @@ def _skip_norm_launch(x, skip, norm, epsilon, output_sum, io):
         gamma_io, beta_io = _io_ptrs(g, b, x) if io else (0, 0)
         y = torch.empty_like(x)
         s = torch.empty_like(x) if output_sum else None
-        _skip_norm.raw_kernel(dtype, x.data_ptr(), _ptr(skip), _p32(bi), g.p32, _p32(b), y.data_ptr(), _ptr(s), rows,
-                              hidden, float(epsilon), norm, kernels.stream_of(x), gamma_io=gamma_io, beta_io=beta_io)
+        code = run(x.data_ptr(), _ptr(skip), _p32(bi), g.p32, _p32(b), y.data_ptr(), _ptr(s),
+                   kernels.current_stream(index), gamma_io, beta_io)
+        if code:
+            kernels.check(code, "skip_norm")
         return [y, s] if output_sum else [y]
     return launch
 
@@ -185,7 +193,7 @@ def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
     x, skip = args[0], args[1] if len(args) > 1 else kwargs.get("skip")
     if name == "group_norm":
         f = {**_GN, **kwargs}
-        key = (name, x.shape, x.stride(), x.dtype, x.device, None if skip is None else (skip.shape, skip.stride()),
+        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), None if skip is None else (skip.shape, skip.stride()),
                f["num_groups"], f["activation"], f["epsilon"], f["output_sum"])
         make = lambda: _group_norm_launch(x, skip, f["num_groups"], f["activation"], f["epsilon"],  # noqa: E731
                                           f["output_sum"])
@@ -194,7 +202,7 @@ def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
         f = {**_SN, **kwargs}
         g, b = f["gamma"], f["beta"]
         io = g is not None and g.dtype == x.dtype and (b is None or b.dtype == x.dtype)
-        key = (name, x.shape, x.stride(), x.dtype, x.device, None if skip is None else (skip.shape, skip.stride()),
+        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), None if skip is None else (skip.shape, skip.stride()),
                f["norm"], f["epsilon"], f["output_sum"], io)
         make = lambda: _skip_norm_launch(x, skip, f["norm"], f["epsilon"], f["output_sum"], io)  # noqa: E731
         weights = (g, b, f["bias"])

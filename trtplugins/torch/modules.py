@@ -51,7 +51,8 @@ class _Affine(nn.Module):
         self.bias = nn.Parameter(torch.zeros(size, **kw)) if weight and bias else None
 
     def _gamma(self, x: torch.Tensor, size: int) -> torch.Tensor:
-        return self.weight if self.weight is not None else x.new_ones(size)  # no affine: ones per call
+        w = self.weight  # one lookup: a parameter's costs a Module.__getattr__
+        return w if w is not None else x.new_ones(size)  # no affine: ones per call
 
     def _share(self, m: nn.Module) -> None:
         self.weight, self.bias = m.weight, getattr(m, "bias", None)
