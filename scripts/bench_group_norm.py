@@ -2,7 +2,8 @@
 """GroupNorm (+ SiLU) against its peers, side by side in one process on one GPU: our kernels as the
 plugin runs them (channels-first: the split design, or the resident one where the plugin picks it;
 channels-last: the resident design), the channels-last one forced to its two launches, each design
-forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes), eager F.group_norm on channels-first and channels-last tensors,
+forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) and
+whole groups per CTA (no grid-wide barrier), eager F.group_norm on channels-first and channels-last tensors,
 torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
 norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
 harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
@@ -42,7 +43,7 @@ VAE = [(512, 64), (512, 128), (512, 256), (256, 256), (256, 512), (128, 512), (1
 QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8), (8, 320, 64, 64),
          (2, 320, 128, 128), (1, 512, 128, 128), (1, 256, 256, 256), (1, 128, 512, 512)]
 PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2",
-         "resident_cf_2g", "resident_cf_4g", "resident_cl_2g", "resident_cl_4g",
+         "resident_cf_2g", "resident_cf_4g", "resident_cl_2g", "resident_cl_4g", "resident_cf_whole",
          "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
 
 
@@ -131,6 +132,10 @@ def point(shape, dt, silu, lig, oss, compile_it):
             plan = more_ctas(base, k, n, c, h * w, layout, x.element_size(), sms)
             if plan:
                 forced(f"resident_{tag}_{k}g", v, out, plan)
+    # whole groups per CTA: one launch, a CTA barrier instead of the grid-wide one, any number of CTAs
+    plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, whole_segments=True)
+    if plan[0]:
+        forced("resident_cf_whole", x, y, plan)
     if lig is not None and not silu:
         fns["liger"] = lambda: lig(x, c, GROUPS, wt, bt, EPS)[0]
     if oss is not None and dt == torch.float16:
@@ -182,8 +187,9 @@ def ratio(r, peer, ours):
 def table(rows):
     head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / cl two launches / resident cf / split cf / "
             "resident cf, cl at 2 CTAs per SM | eager cf / cl | "
-            "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) | % copy resident cf / cl at 2x, 4x CTAs |")
-    lines = [head, "|" + "---|" * 15]
+            "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) | % copy resident cf / cl at 2x, 4x CTAs | "
+            "% copy cf, whole groups per CTA |")
+    lines = [head, "|" + "---|" * 16]
     for r in rows:
         us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
         cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}", us("ours_cf"), us("ours_cl"),
@@ -192,7 +198,8 @@ def table(rows):
                  f"{pct(r, 'eager_cf')} / {pct(r, 'eager_cl')}",
                  pct(r, "compile_cf"), pct(r, "liger"), pct(r, "trtoss_cl"), ratio(r, "compile_cf", "ours_cf"),
                  ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl"),
-                 f"{pct(r, 'resident_cf_2g')}, {pct(r, 'resident_cf_4g')} / {pct(r, 'resident_cl_2g')}, {pct(r, 'resident_cl_4g')}"]
+                 f"{pct(r, 'resident_cf_2g')}, {pct(r, 'resident_cf_4g')} / {pct(r, 'resident_cl_2g')}, {pct(r, 'resident_cl_4g')}",
+                 pct(r, "resident_cf_whole")]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -1,11 +1,11 @@
-"""scripts/bench_group_norm.py's plans with more CTAs (the sweep of the fixed cost per piece)."""
+"""scripts/bench_group_norm.py's plans with more CTAs (the sweep of the fixed cost per piece) and its table."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from bench_group_norm import more_ctas  # noqa: E402
+from bench_group_norm import more_ctas, table  # noqa: E402
 
 
 def test_channels_first_cut_keeps_whole_packs_and_covers_the_tensor():
@@ -24,3 +24,11 @@ def test_channels_last_cut_stays_inside_a_sample():
 def test_no_cut_past_the_sms_or_of_a_two_launch_plan():
     assert more_ctas((128, 64, 64, True, False), 2, 2, 320, 4096, "channels_last", 2, 132) is None
     assert more_ctas((10, 8192, 0, False, False), 2, 1, 1280, 64, "channels_first", 2, 132) is None
+
+
+def test_table_has_a_cell_per_column():
+    row = {"op": "group_norm", "dtype": "fp16", "shape": [1, 1280, 8, 8], "mb": 0.16, "copy": 1e-6, "ours_cf": 2e-6,
+           "resident_cf_whole": 1.5e-6}
+    head, rule, line = table([row])
+    assert head.count("|") == rule.count("|") == line.count("|")
+    assert line.endswith("| 67 |")  # the whole-groups plan's % of copy, the last column

@@ -142,6 +142,30 @@ def test_the_plan_is_a_pure_function_of_the_described_gpu():
     assert odd[1] == 144 and odd[0] == 128
 
 
+@pytest.mark.parametrize("dtype, shape, skip, want", [
+    ("float16", (1, 1280, 64), "none", (32, 2560, 2560)),  # a 5 KB group per CTA, all on chip
+    ("float16", (2, 320, 4096), "none", (64, 40960, 40960)),  # 80 KB groups still fit
+    ("float32", (2, 320, 4096), "full", (64, 40960, 28916)),  # x and skip: 320 KB a group, 226 KB staged
+    ("bfloat16", (32, 1280, 64), "none", (512, 5120, 5120)),  # 1024 groups: two per CTA (528 at most)
+    ("float16", (3, 96, 49), "per_channel", (96, 147, 147)),  # odd: single elements, not 16-byte packs
+])
+def test_whole_segment_plans_hold_whole_groups(dtype, shape, skip, want):
+    """Whole-segment plans (one launch, a CTA barrier, no cooperative launch): each CTA's range whole
+    groups channels-first (whole samples channels-last), as many units on chip as its shared memory holds."""
+    n, c, spatial = shape
+    grid, per, resident, fused, narrow = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_first",
+                                                                  configured=False, device=RESIDENT_H200,
+                                                                  whole_segments=True)
+    assert (grid, per, resident) == want and fused and not narrow
+    assert per % (c // 32 * spatial) == 0 and grid == math.ceil(n * c * spatial / per)
+    cl = group_norm.resident_plan(2, 320, 4096, 32, dtype, skip, "channels_last", configured=False,
+                                  device=RESIDENT_H200, whole_segments=True)
+    assert cl[:2] == (2, 4096) and 0 < cl[2] < 4096 and cl[3]  # a sample per CTA, what fits of it on chip
+    none = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_first", configured=False,
+                                    whole_segments=True)  # no device described: no such plan
+    assert none[0] == 0
+
+
 def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     """H100 run 3: fused resident beat split on 1-2 samples for GroupNorm from 5 MB, GroupNorm+SiLU from
     32 MB; the split design everywhere else (8 samples, a skip, smaller tensors)."""

@@ -146,14 +146,16 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
                                             long long sms, long long smem_per_block, long long ctas_per_sm,
-                                            long long* plan) {
+                                            int whole_segments, long long* plan) {
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
+    const auto dt = trtp::DType(dtype);
     trtp::GroupNormResidentDevice dev; // this GPU, or described (sms 0: two launches)
     if (configured) dev = trtp::groupNormResidentDevice();
     else dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
     dev.ctasPerSm = int32_t(ctas_per_sm);
-    putPlan(configured && ctas_per_sm == 1 ? trtp::groupNormResidentConfigure(trtp::DType(dtype), s, true)
-                                           : trtp::groupNormResidentPlan(trtp::DType(dtype), s, true, dev), plan);
+    if (whole_segments) putPlan(trtp::groupNormWholeSegmentPlan(dt, s, true, dev), plan);
+    else putPlan(configured && ctas_per_sm == 1 ? trtp::groupNormResidentConfigure(dt, s, true)
+                                                : trtp::groupNormResidentPlan(dt, s, true, dev), plan);
 }
 
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,

@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
     }
     // GroupNorm's resident design: channels-last (channel stride = C, padded to 8 and 16) and, forced,
     // channels-first; the same shapes, skips and variants, in place too; each through the plan the plugin
-    // picks, half of each range on chip, and the two launches
+    // picks, half of each range on chip, the two launches and whole segments per CTA
     const trtp::GroupNormResidentDevice rdev = trtp::groupNormResidentDevice();
     std::printf("GroupNorm resident: %s\n", rdev.sms ? "cooperative launches" : "two launches only");
     const bool smallOnly = only == "group_norm_resident_small";
@@ -238,6 +238,8 @@ int main(int argc, char** argv) {
                     two.ctasPerSm = 2;
                     const trtp::GroupNormResidentPlan narrow = trtp::groupNormResidentPlan(dt, shape, true, two);
                     if (narrow.narrow) plans.push_back(narrow);
+                    const trtp::GroupNormResidentPlan whole = trtp::groupNormWholeSegmentPlan(dt, shape, true, rdev);
+                    if (whole.grid) plans.push_back(whole); // a CTA barrier, no grid-wide one
                     for (const trtp::GroupNormResidentPlan& plan : plans) {
                         for (int inPlace = 0; inPlace < 2; ++inPlace) {
                             trtp::GroupNormArgs a = gnArgs(x, skip, chan, w, y, s, ws, wsBytes, mode, inPlace, sh);

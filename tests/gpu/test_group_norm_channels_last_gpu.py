@@ -63,8 +63,8 @@ def make_cl(torch, gen, shape, dt, variant, cs, offset=0):
 
 
 def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
-    """The plugin's plan on this GPU, half of each range on chip (fused plans), the two launches, and
-    (16-bit channels-last) the narrow fused plan of two CTAs per SM."""
+    """The plugin's plan on this GPU, half of each range on chip (fused plans), the two launches,
+    (16-bit channels-last) the narrow fused plan of two CTAs per SM, and whole segments per CTA."""
     n, c = shape[:2]
     spatial = int(np.prod(shape[2:]))
     mode = {None: "none", "full": "full", "channel": "per_channel"}[skip_kind]
@@ -77,6 +77,9 @@ def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     two = group_norm.resident_plan(*args, ctas_per_sm=2)
     if two[3] and two[4]:  # narrow kernels are built for two CTAs per SM; the others may not fit two
         plans.append(two)
+    whole = group_norm.resident_plan(*args, whole_segments=True)  # a CTA barrier, no grid-wide one
+    if whole[0]:
+        plans.append(whole)
     return list(dict.fromkeys(plans))
 
 

@@ -61,6 +61,11 @@ GroupNormResidentDevice groupNormResidentDevice() noexcept;
 // CTA's threads, or segments too short for a CTA's shared arrays).
 GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, bool aligned,
                                             const GroupNormResidentDevice& dev = {});
+// Each CTA a range of whole segments (groups channels-first, samples channels-last), as many of its
+// units on chip as a CTA's shared memory holds: one launch with a CTA barrier between the phases (no
+// cooperative launch, any number of CTAs). Grid 0: none. Not the plugin's pick yet (measured first).
+GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
+                                                const GroupNormResidentDevice& dev);
 // What the plugin picks when configured: the plan on this GPU, fused where the GPU can hold a CTA of
 // it on each multiprocessor (occupancy), else two launches.
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept;
@@ -99,6 +104,11 @@ GroupNormDevice groupNormDevice() noexcept;
 GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip,
                             const GroupNormDevice& dev = {});
 
+// Each CTA a range of whole segments (groups channels-first, samples channels-last), as many of its
+// units on chip as a CTA's shared memory holds: one launch with a CTA barrier between the phases (no
+// cooperative launch, any number of CTAs). Grid 0: none. Not the plugin's pick yet (measured first).
+GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
+                                                const GroupNormResidentDevice& dev);
 // What the plugin picks when configured: groupNormPlan on groupNormDevice(), a cluster plan kept only
 // when the GPU can run one of its clusters (cudaOccupancyMaxActiveClusters), else the two launches.
 GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip) noexcept;

@@ -181,6 +181,9 @@ template <class T> auto kernelOf(const Geometry& g, const GroupNormResidentPlan&
     return g.vec > 1 ? kernelFor<T, kVec, kCf>(st) : kernelFor<T, 1, kCf>(st);
 }
 
+// Whether every CTA of plan p holds whole segments (a CTA barrier between the phases serves).
+bool local(const Geometry& g, const GroupNormResidentPlan& p) { return p.fused && g.segLen > 0 && p.per % g.segLen == 0; }
+
 template <class T>
 cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
     const auto kernel = kernelOf<T>(g, p);
@@ -190,7 +193,8 @@ cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResiden
         attr.val.cooperative = 1;
         Gn<T> b = a;
         b.stats = b.norm = true;
-        return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, &attr, 1, stream, b);
+        return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, a.local ? nullptr : &attr, a.local ? 0 : 1,
+                                stream, b);
     }
     Gn<T> b = a;
     b.stats = true, b.norm = false;
@@ -259,6 +263,24 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
     return auxSmem(g, p.per) <= kTwoLaunchSmem ? p : GroupNormResidentPlan{};
 }
 
+GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
+                                                const GroupNormResidentDevice& dev) {
+    if (!shapeOk(s) || s.n == 0 || s.spatial == 0 || dev.smemPerBlock < 1) return {};
+    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
+    if (!clThreadsOk(g)) return {};
+    GroupNormResidentPlan p;
+    p.per = ceilDiv(g.units / g.segLen, kMaxCtas) * g.segLen; // a multiple of g.align: segLen is
+    p.grid = int32_t(ceilDiv(g.units, p.per));
+    p.fused = true;
+    GroupNormResidentDevice one = dev;
+    one.ctasPerSm = 1;
+    const int64_t free = ctaSmem(one) - auxSmem(g, p.per) - 64; // 64: the staged copies' rounding
+    if (free < 0) return {};
+    const int64_t fits = free / g.unitSmem / g.align * g.align;
+    p.resident = fits < p.per ? fits : p.per;
+    return p;
+}
+
 // H100 run 3 (benchmarks/group_norm/h100_v3.json), fused resident against split, channels-first, 1-2
 // samples, FP16 and BF16: GroupNorm from 5 MB 1.03-1.27x (every such point); GroupNorm+SiLU from 32 MB
 // 1.05-1.10x, at 5-21 MB 0.94-1.06x; on 8 samples 0.79-1.16x, below 5 MB 0.56-1.0x: the split design there.
@@ -274,7 +296,7 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
         const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, groupNormResidentDevice());
         if (!p.fused) return p;
         const Geometry g = geometryOf(dt, s, aligned, p.narrow);
-        return coResident(dt, g, p) ? p : groupNormResidentPlan(dt, s, aligned);
+        return local(g, p) || coResident(dt, g, p) ? p : groupNormResidentPlan(dt, s, aligned);
     } catch (...) {
         return {};
     }
@@ -341,11 +363,12 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
             a.packsDiv = FastDiv(uint32_t(pg.packs > 0 ? pg.packs : 1));
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
+            a.local = local(pg, p);
             return launchWith(pg, a, p, smemOf(pg, p), stream);
         };
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
         // first (a refused launch would invalidate it), otherwise the refusal answers.
-        if (plan.fused && capturing(stream) && !coResident(dt, geometryFor(plan), plan))
+        if (plan.fused && !local(geometryFor(plan), plan) && capturing(stream) && !coResident(dt, geometryFor(plan), plan))
             plan = twoLaunches;
         cudaError_t e = run(plan);
         if (plan.fused && !succeeded(e)) { // succeeded() clears the refusal: the caller's next check does not see it

@@ -16,6 +16,9 @@
 //      normalizes the staged tail from shared memory and the rest re-read from global (mostly L2), and
 //      stores y (and s) evict-first.
 //   Tensors that fit on chip (all units resident) move exactly what a copy moves.
+// Whole-segment plan (fused, each CTA's range whole segments: per a multiple of segLen): step 2 is a CTA
+// barrier (no other CTA holds a piece of its segments), launched without the cooperative attribute, so
+// any number of CTAs, not all resident at once.
 // Two-launch plan (no cooperative launch): the same kernel, statistics then normalization, nothing
 // resident, x read twice.
 // Channels-first, a thread walks 16-byte packs of its piece (a pack stays in one channel); channels-last,
@@ -82,6 +85,7 @@ template <class T> struct Gn {
     GroupNormSkip skipMode;
     GroupNormAct act;
     bool stats, norm;            // the phases this launch runs (both: fused, a grid barrier between)
+    bool local;                  // fused with whole segments per CTA: a CTA barrier between them
 };
 
 // 16-bit channels-last in 8-byte packs: the narrow plans, two CTAs per SM (64 registers, no spills).
@@ -543,7 +547,10 @@ residentKernel(Gn<T> a) {
         if constexpr (kCl) clStats<STREAM, T, VEC>(a, t);
         else cfStats<STREAM, T, VEC>(a, t);
     }
-    if (a.stats && a.norm) cooperative_groups::this_grid().sync(); // every partial written
+    if (a.stats && a.norm) { // every partial written
+        if (a.local) __syncthreads();
+        else cooperative_groups::this_grid().sync();
+    }
     if (a.norm) {
         gatherStats<kCl>(a, t, a.stats);
         if constexpr (kCl) clNorm<STREAM, T, VEC>(a, t);
