@@ -3,7 +3,7 @@
 plugin runs them (channels-first: the split design, or the resident one where the plugin picks it;
 channels-last: the resident design), the channels-last one forced to its two launches, each design
 forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) and
-whole groups per CTA (no grid-wide barrier), eager F.group_norm on channels-first and channels-last tensors,
+whole segments per CTA (groups; samples channels-last: no grid-wide barrier), eager F.group_norm on channels-first and channels-last tensors,
 torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
 norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
 harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
@@ -44,6 +44,7 @@ QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8),
          (2, 320, 128, 128), (1, 512, 128, 128), (1, 256, 256, 256), (1, 128, 512, 512)]
 PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2",
          "resident_cf_2g", "resident_cf_4g", "resident_cl_2g", "resident_cl_4g", "resident_cf_whole",
+         "resident_cl_whole",
          "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
 
 
@@ -132,10 +133,11 @@ def point(shape, dt, silu, lig, oss, compile_it):
             plan = more_ctas(base, k, n, c, h * w, layout, x.element_size(), sms)
             if plan:
                 forced(f"resident_{tag}_{k}g", v, out, plan)
-    # whole groups per CTA: one launch, a CTA barrier instead of the grid-wide one, any number of CTAs
-    plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, whole_segments=True)
-    if plan[0]:
-        forced("resident_cf_whole", x, y, plan)
+        # whole segments per CTA (groups; samples channels-last): one launch, a CTA barrier instead of the
+        # grid-wide one, any number of CTAs; up to 8 MB (a channels-last VAE sample would be one CTA)
+        plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, whole_segments=True)
+        if plan[0] and rec["mb"] <= 8:
+            forced(f"resident_{tag}_whole", v, out, plan)
     if lig is not None and not silu:
         fns["liger"] = lambda: lig(x, c, GROUPS, wt, bt, EPS)[0]
     if oss is not None and dt == torch.float16:
@@ -188,7 +190,7 @@ def table(rows):
     head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / cl two launches / resident cf / split cf / "
             "resident cf, cl at 2 CTAs per SM | eager cf / cl | "
             "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) | % copy resident cf / cl at 2x, 4x CTAs | "
-            "% copy cf, whole groups per CTA |")
+            "% copy whole segments per CTA cf / cl |")
     lines = [head, "|" + "---|" * 16]
     for r in rows:
         us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
@@ -199,7 +201,7 @@ def table(rows):
                  pct(r, "compile_cf"), pct(r, "liger"), pct(r, "trtoss_cl"), ratio(r, "compile_cf", "ours_cf"),
                  ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl"),
                  f"{pct(r, 'resident_cf_2g')}, {pct(r, 'resident_cf_4g')} / {pct(r, 'resident_cl_2g')}, {pct(r, 'resident_cl_4g')}",
-                 pct(r, "resident_cf_whole")]
+                 f"{pct(r, 'resident_cf_whole')} / {pct(r, 'resident_cl_whole')}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

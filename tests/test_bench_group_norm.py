@@ -31,4 +31,4 @@ def test_table_has_a_cell_per_column():
            "resident_cf_whole": 1.5e-6}
     head, rule, line = table([row])
     assert head.count("|") == rule.count("|") == line.count("|")
-    assert line.endswith("| 67 |")  # the whole-groups plan's % of copy, the last column
+    assert line.endswith("| 67 / - |")  # the whole-segment plans' % of copy, the last column
