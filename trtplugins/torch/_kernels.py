@@ -57,10 +57,11 @@ def _weight(w: torch.Tensor | None, x: torch.Tensor, size: int | None = None, na
     return r
 
 
-def _weight32(w: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
+def _weight32(w: torch.Tensor | None, x: torch.Tensor, rec: _Weight | None = None) -> torch.Tensor | None:
+    """w's FP32 values as a tensor (rec: w's _Weight where already looked up)."""
     if w is None:
         return None
-    w32 = _weight(w, x).w32
+    w32 = (rec or _weight(w, x)).w32
     return w if w32 is None else w32
 
 
@@ -75,9 +76,10 @@ def _io_ptrs(g: _Weight, b: _Weight | None, x: torch.Tensor) -> tuple[int, int]:
 def skip_norm(x, skip, *, gamma, beta, bias, norm, epsilon, output_sum) -> list[torch.Tensor]:
     x = x.contiguous()
     skip = None if skip is None else skip.contiguous()
-    io = _io_ptrs(_weight(gamma, x), _weight(beta, x), x)[0]
+    g, b = _weight(gamma, x), _weight(beta, x)
+    io = _io_ptrs(g, b, x)[0]
     gamma_io, beta_io = (gamma, beta) if io else (None, None)
-    out = _skip_norm.kernel(x, skip, gamma=_weight32(gamma, x), beta=_weight32(beta, x), bias=_weight32(bias, x),
+    out = _skip_norm.kernel(x, skip, gamma=_weight32(gamma, x, g), beta=_weight32(beta, x, b), bias=_weight32(bias, x),
                             norm=norm, epsilon=epsilon, output_sum=bool(output_sum), gamma_io=gamma_io,
                             beta_io=beta_io)
     return list(out) if output_sum else [out]
