@@ -13,8 +13,9 @@ Each launch is checked against eager first (bench_timing.mismatch); CUDA-graph m
 
   python3 scripts/bench_group_norm.py --out DIR [--quick] [--dtypes fp16 bf16] [--compile-at N C H W ...]
 
-Writes DIR/group_norm.json and DIR/group_norm.md (one row per op, dtype and shape: each peer's time,
-% of copy, and the ratios the targets name).
+Writes DIR/group_norm.json, DIR/group_norm.md (one row per op, dtype and shape: each peer's time,
+% of copy, and the ratios the targets name) and DIR/group_norm.png (% of copy per shape, FP16; with
+matplotlib). --plot JSON draws a committed run's plot beside it.
 """
 
 from __future__ import annotations
@@ -206,14 +207,54 @@ def table(rows):
     return lines
 
 
+PLOTTED = (("ours_cf", "o-", "C0", "ours channels-first"), ("ours_cl", "o--", "C4", "ours channels-last"),
+           ("compile_cf", "D", "C2", "max-autotune compile"), ("trtoss_cl", "v-", "C5", "TensorRT OSS (cl)"),
+           ("liger", "^-", "C3", "Liger-Kernel"), ("eager_cf", "s:", "C1", "eager"))
+
+
+def plot(rows, path: Path, dtype="fp16") -> bool:
+    """% of copy per shape (ascending size), one panel per op, for `dtype`'s rows: path (PNG); False
+    without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    fig, axes = plt.subplots(len(ops), 1, figsize=(13, 3.6 * len(ops)), squeeze=False)
+    for ax, op in zip(axes[:, 0], ops):
+        pts = sorted((r for r in rows if r["op"] == op and r["dtype"] == dtype), key=lambda r: (r["mb"], r["shape"]))
+        xs = range(len(pts))
+        for key, style, color, label in PLOTTED:
+            ys = [100 * r["copy"] / r[key] if r.get(key) else float("nan") for r in pts]
+            if any(y == y for y in ys):
+                ax.plot(xs, ys, style, color=color, label=label, markersize=3)
+        ax.axhline(100, color="gray", lw=0.8)
+        ax.set_xticks(list(xs), ["x".join(map(str, r["shape"])) for r in pts], rotation=70, fontsize=6)
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("% of copy bandwidth", fontsize=8)
+        ax.set_title(f"{op} {dtype}", fontsize=9)
+        ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("build/bench_group_norm"))
+    ap.add_argument("--plot", type=Path, metavar="JSON", help="draw JSON's plot beside it (NAME.png), timing nothing")
     ap.add_argument("--quick", action="store_true", help="9 shapes (SD batch 2 and 8, SD-XL, VAE) instead of 37")
     ap.add_argument("--dtypes", nargs="+", default=["fp16", "bf16"], choices=["fp32", "fp16", "bf16"])
     ap.add_argument("--compile-at", nargs="*", type=int, default=[], metavar="N C H W",
                     help="shapes (4 numbers each) where max-autotune torch.compile runs (FP16 only; 5-30 s each)")
     args = ap.parse_args()
+    if args.plot:
+        out = args.plot.with_suffix(".png")
+        print(f"wrote {out}" if plot(json.loads(args.plot.read_text())["rows"], out) else "no matplotlib: no plot")
+        return
     dts = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     at = {tuple(args.compile_at[i:i + 4]) for i in range(0, len(args.compile_at) - 3, 4)}
     lig, oss = peers_available()
@@ -231,6 +272,7 @@ def main():
                 (args.out / "group_norm.json").write_text(json.dumps({"env": env, "rows": rows}, indent=1))
                 torch.cuda.empty_cache()
     (args.out / "group_norm.md").write_text("\n".join(table(rows)) + "\n")
+    plot(rows, args.out / "group_norm.png")
     wrong = [r for r in rows if any(k.endswith("_wrong") for k in r)]
     print(f"{len(rows)} points in {time.time() - t0:.0f} s; {len(wrong)} with a wrong launch")
     sys.exit(1 if wrong else 0)

@@ -1,11 +1,12 @@
 """scripts/bench_group_norm.py's plans with more CTAs (the sweep of the fixed cost per piece) and its table."""
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from bench_group_norm import more_ctas, table  # noqa: E402
+from bench_group_norm import more_ctas, plot, table  # noqa: E402
 
 
 def test_channels_first_cut_keeps_whole_packs_and_covers_the_tensor():
@@ -32,3 +33,13 @@ def test_table_has_a_cell_per_column():
     head, rule, line = table([row])
     assert head.count("|") == rule.count("|") == line.count("|")
     assert line.endswith("| 67 / - |")  # the whole-segment plans' % of copy, the last column
+
+
+def test_plot_draws_a_png_where_matplotlib_is(tmp_path):
+    rows = [{"op": "group_norm", "dtype": "fp16", "shape": [1, 1280, 8, 8], "mb": 0.16, "copy": 1e-6, "ours_cf": 2e-6,
+             "liger": 4e-6},
+            {"op": "group_norm", "dtype": "fp16", "shape": [2, 320, 64, 64], "mb": 5.2, "copy": 3e-6, "ours_cf": 9e-6,
+             "ours_cl": 1e-5}]
+    drew = plot(rows, tmp_path / "group_norm.png")
+    assert drew == (importlib.util.find_spec("matplotlib") is not None)
+    assert (tmp_path / "group_norm.png").is_file() == drew
