@@ -2,9 +2,9 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next session: focus (the channels-last set-up change since run 5 is untested on a GPU), gn, unethost,
-# tests2, picks; run 5 on 2026-12-06 ran focus, torch and the rest of tests1). Results come back as
-# $OUT/queued.tgz.
+# Steps (next session: focus (the whole-segment GroupNorm plan since run 6 is untested on a GPU), gn, picks,
+# gnsrc, autotune, torch; run 6 on 2026-12-06 ran focus, gn, unethost, tests2 and torch). .whl holds the
+# wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
@@ -27,7 +27,7 @@
 #            $OUT/triton_configs.json, to commit as plugin_src/ops/skip_norm/triton_configs.json before triton
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-[ -d /tmp/site ] && export PYTHONPATH=/tmp/site  # the wheels gpu_batch.sh installs
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} # the wheels gpu_batch.sh installs (there from its first run)
 export PYTHONUNBUFFERED=1 OUT=${OUT:-build/queued}
 mkdir -p "$OUT"
 batch=benchmarks/experiments/gpu_batch.sh
@@ -46,7 +46,7 @@ case ${1:-} in
   torch) bash benchmarks/run_torch_gpu.sh ;;
   unethost) TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
             export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
-            PYTHONPATH=$PWD:${PYTHONPATH:-} timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
+            PYTHONPATH=$PWD:$PYTHONPATH timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
         BENCH_TIMEOUT=420 bash $batch
       for layout in channels_last channels_first; do
