@@ -1,5 +1,6 @@
-"""One resident GroupNorm launch, FP16, for ncu to profile (queued.sh):
-    python3 benchmarks/experiments/gn_launch.py LAYOUT N C H W"""
+"""One resident GroupNorm launch, FP16, for ncu to profile (queued.sh): the plugin's plan, or with
+`whole` the whole-segment one:
+    python3 benchmarks/experiments/gn_launch.py LAYOUT N C H W [whole]"""
 
 import sys
 from pathlib import Path
@@ -13,5 +14,8 @@ layout, (n, c, h, w) = sys.argv[1], map(int, sys.argv[2:6])
 x = torch.randn(n, c, h, w, device="cuda", dtype=torch.float16)
 x = x.contiguous(memory_format=torch.channels_last) if layout == "channels_last" else x
 ones = torch.ones(c, device="cuda")
-group_norm.kernel(x, num_groups=32, gamma=ones, beta=ones, resident=True, layout=layout)
+plan = True
+if sys.argv[6:] == ["whole"]:
+    plan = group_norm.resident_plan(n, c, h * w, 32, "float16", layout=layout, whole_segments=True)
+group_norm.kernel(x, num_groups=32, gamma=ones, beta=ones, resident=plan, layout=layout)
 torch.cuda.synchronize()

@@ -74,7 +74,8 @@ case ${1:-} in
          [ -f "${TRTPLUGINS_KERNELS_LIB:-}" ] || { echo "check: TRTPLUGINS_KERNELS_LIB is not a built library"; exit 2; }
          timeout "${TEST_TIMEOUT:-100}" python3 -m pytest -m gpu tests/gpu/test_group_norm_channels_last_gpu.py -q -x \
            -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
-         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
+         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
+                     "channels_first 2 320 64 64 whole" "channels_first 1 1280 8 8 whole"; do
            echo "$case: $(timeout 30 ncu --clock-control none -k regex:residentKernel -c 1 --section SpeedOfLight \
              $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
          done ;;
