@@ -240,6 +240,15 @@ int64_t ctaSmem(const GroupNormResidentDevice& dev) {
     return (dev.smemPerBlock + kStaticSmem) / k - kStaticSmem - (k > 1 ? kDriverReserve : 0);
 }
 
+// Units of a fused CTA's range of `per` that its shared memory holds beside its other arrays (a multiple
+// of g.align, at most per); -1: not even those arrays fit.
+int64_t stagedUnits(const Geometry& g, int64_t per, const GroupNormResidentDevice& dev) {
+    const int64_t free = ctaSmem(dev) - auxSmem(g, per) - 64; // 64: the staged copies' rounding
+    if (free < 0) return -1;
+    const int64_t fits = free / g.unitSmem / g.align * g.align;
+    return fits < per ? fits : per;
+}
+
 GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev) {
     if (!shapeOk(s) || s.n == 0 || s.spatial == 0) return {};
     const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
@@ -250,10 +259,8 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
         const Geometry f = geometryOf(dt, s, aligned, narrow);
         const int64_t all = int64_t(dev.sms) * dev.ctasPerSm, ctas = all < kMaxCtas ? all : kMaxCtas;
         GroupNormResidentPlan p = split(f, needed < ctas ? needed : ctas, 0);
-        const int64_t free = ctaSmem(dev) - auxSmem(f, p.per) - 64; // 64: the staged copies' rounding
-        if (free >= 0) {
-            const int64_t fits = free / f.unitSmem / f.align * f.align;
-            p.resident = fits < p.per ? fits : p.per;
+        p.resident = stagedUnits(f, p.per, dev);
+        if (p.resident >= 0) {
             p.fused = true;
             p.narrow = narrow;
             return p;
@@ -274,11 +281,8 @@ GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& 
     p.fused = true;
     GroupNormResidentDevice one = dev;
     one.ctasPerSm = 1;
-    const int64_t free = ctaSmem(one) - auxSmem(g, p.per) - 64; // 64: the staged copies' rounding
-    if (free < 0) return {};
-    const int64_t fits = free / g.unitSmem / g.align * g.align;
-    p.resident = fits < p.per ? fits : p.per;
-    return p;
+    p.resident = stagedUnits(g, p.per, one);
+    return p.resident >= 0 ? p : GroupNormResidentPlan{};
 }
 
 // H100 run 3 (benchmarks/group_norm/h100_v3.json), fused resident against split, channels-first, 1-2
@@ -368,8 +372,10 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         };
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
         // first (a refused launch would invalidate it), otherwise the refusal answers.
-        if (plan.fused && !local(geometryFor(plan), plan) && capturing(stream) && !coResident(dt, geometryFor(plan), plan))
-            plan = twoLaunches;
+        if (plan.fused) {
+            const Geometry pg = geometryFor(plan);
+            if (!local(pg, plan) && capturing(stream) && !coResident(dt, pg, plan)) plan = twoLaunches;
+        }
         cudaError_t e = run(plan);
         if (plan.fused && !succeeded(e)) { // succeeded() clears the refusal: the caller's next check does not see it
             plan = twoLaunches;
