@@ -22,16 +22,22 @@ import bench_models as bm  # noqa: E402
 import trtplugins.torch as tt  # noqa: E402
 
 
-def per_forward(model, inputs, n=10):
-    for _ in range(3):
-        model(*inputs)
+def timed(call, n, warm=3):
+    """Seconds per call(): the host's time to issue n calls, and the time until the GPU has run them."""
+    for _ in range(warm):
+        call()
     torch.cuda.synchronize()
     t = time.perf_counter()
     for _ in range(n):
-        model(*inputs)
-    host = (time.perf_counter() - t) / n * 1e3
+        call()
+    host = (time.perf_counter() - t) / n
     torch.cuda.synchronize()
-    return host, (time.perf_counter() - t) / n * 1e3
+    return host, (time.perf_counter() - t) / n
+
+
+def per_forward(model, inputs, n=10):
+    """ms per forward: (host, with the GPU)."""
+    return tuple(s * 1e3 for s in timed(lambda: model(*inputs), n))
 
 
 def gpu_profile(tag, model, inputs, n=5):
@@ -88,15 +94,8 @@ def per_class(model, inputs, n=5):
 
 
 def host_per_call(fn, x, n=300):
-    for _ in range(20):
-        fn(x)
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(n):
-        fn(x)
-    us = (time.perf_counter() - t) / n * 1e6
-    torch.cuda.synchronize()
-    return us
+    """us of host time per fn(x), in a loop."""
+    return timed(lambda: fn(x), n, warm=20)[0] * 1e6
 
 
 model = bm.build_unet(torch.float16)  # weights made outside inference mode, as a loaded model's
