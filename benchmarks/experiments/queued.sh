@@ -2,11 +2,14 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next session: focus (the whole-segment GroupNorm plan since run 6 is untested on a GPU), gn, picks,
-# gnsrc, autotune, torch; run 6 on 2026-12-06 ran focus, gn, unethost, tests2 and torch). .whl holds the
+# Steps (next: gn7, repick, torch; run 7 on 2026-12-06 ran focus, picks, autotune; run 6 focus, gn, unethost,
+# tests2 and torch). .whl holds the
 # wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
+#   gn7      run 7's: the channels-first GPU tests (the whole-segment pick), the resident sanitizers, then gn
+#   repick   the AOT library from the measured configurations, checked and timed at every form, dtype and
+#            hidden size beside ours: $OUT/triton_picks.json, to commit as plugin_src/ops/skip_norm/
 #   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
 #            then ncu of the resident kernel channels-last and channels-first at SD batch 2
 #   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and
@@ -47,6 +50,11 @@ case ${1:-} in
   unethost) TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
             export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
             PYTHONPATH=$PWD:$PYTHONPATH timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
+  gn7) TESTS="group_norm and (whole or channels_first or sd_shapes) and not plugin" TEST_TIMEOUT=150 \
+        SANITIZE="group_norm_resident_small" SANITIZE_TIMEOUT=45 QUEUED_NESTED=1 bash "$0" gn ;;
+  repick) aot_library # the picks from the measured configurations: every form, dtype and hidden size
+          timeout 300 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 \
+            > "$OUT/check.log" 2>&1; tail -112 "$OUT/check.log" | grep "^|" ;;
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
         BENCH_TIMEOUT=420 bash $batch
       for layout in channels_last channels_first; do

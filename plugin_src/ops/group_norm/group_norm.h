@@ -63,15 +63,20 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
                                             const GroupNormResidentDevice& dev = {});
 // Each CTA a range of whole segments (groups channels-first, samples channels-last), as many of its
 // units on chip as a CTA's shared memory holds: one launch with a CTA barrier between the phases (no
-// cooperative launch, any number of CTAs). Grid 0: none. Not the plugin's pick yet (measured first).
+// cooperative launch, any number of CTAs). Grid 0: none. The plugin's pick channels-first where
+// groupNormWholeSegmentsFirst.
 GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
                                                 const GroupNormResidentDevice& dev);
-// What the plugin picks when configured: the plan on this GPU, fused where the GPU can hold a CTA of
-// it on each multiprocessor (occupancy), else two launches.
+// What the plugin picks when configured: the whole-segment plan where groupNormWholeSegmentsFirst and
+// it holds each group on chip, else the plan on this GPU, fused where the GPU can hold a CTA of it on
+// each multiprocessor (occupancy), else two launches.
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept;
 // Whether a channels-first shape runs the resident design rather than the split one (where the fused
 // plan measured faster; a pure function of its arguments: the caller checks the plan is fused).
 bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act);
+// Whether a channels-first shape runs whole groups per CTA (groups small enough that a CTA each beats
+// sharing them across the GPU; measured): a pure function of its arguments.
+bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s);
 
 // Whether a channels-last shape has a kernel: a row of 16-byte packs (or of elements) of a pixel fits
 // a CTA's threads.
@@ -104,11 +109,6 @@ GroupNormDevice groupNormDevice() noexcept;
 GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip,
                             const GroupNormDevice& dev = {});
 
-// Each CTA a range of whole segments (groups channels-first, samples channels-last), as many of its
-// units on chip as a CTA's shared memory holds: one launch with a CTA barrier between the phases (no
-// cooperative launch, any number of CTAs). Grid 0: none. Not the plugin's pick yet (measured first).
-GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
-                                                const GroupNormResidentDevice& dev);
 // What the plugin picks when configured: groupNormPlan on groupNormDevice(), a cluster plan kept only
 // when the GPU can run one of its clusters (cudaOccupancyMaxActiveClusters), else the two launches.
 GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip) noexcept;

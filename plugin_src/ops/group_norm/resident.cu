@@ -292,12 +292,25 @@ bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act)
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
     if (s.n < 1 || s.n > 2 || (act != GroupNormAct::kNone && act != GroupNormAct::kSilu)) return false;
     const int64_t minBytes = act == GroupNormAct::kNone ? int64_t(5) << 20 : int64_t(32) << 20;
-    return s.channels * s.spatial * s.n >= minBytes / elemBytes(dt);
+    return s.channels * s.spatial * s.n >= minBytes / elemBytes(dt) || groupNormWholeSegmentsFirst(dt, s);
+}
+
+// H100 run 7 (benchmarks/group_norm/h100_v7_quick.md), whole groups per CTA against the split design,
+// channels-first, 2 samples, FP16, GroupNorm / +SiLU: 5 KB groups 1.46x / 1.50x, 20 KB 1.29x / 1.23x,
+// 40 KB 1.03x / 0.93x, 80 KB level.
+bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
+    if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
+    return s.n >= 1 && s.n <= 2 && s.spatial > 0 && s.channels / s.groups * s.spatial * elemBytes(dt) <= 32 * 1024;
 }
 
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {
     try {
-        const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, groupNormResidentDevice());
+        const GroupNormResidentDevice dev = groupNormResidentDevice();
+        if (groupNormWholeSegmentsFirst(dt, s)) {
+            const GroupNormResidentPlan w = groupNormWholeSegmentPlan(dt, s, aligned, dev);
+            if (w.fused && staged(w)) return w;
+        }
+        const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, dev);
         if (!p.fused) return p;
         const Geometry g = geometryOf(dt, s, aligned, p.narrow);
         return local(g, p) || coResident(dt, g, p) ? p : groupNormResidentPlan(dt, s, aligned);
