@@ -57,6 +57,7 @@ case ${1:-} in
             > "$OUT/check.log" 2>&1; tail -112 "$OUT/check.log" | grep "^|" ;;
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
         BENCH_TIMEOUT=420 bash $batch
+      export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so PYTHONPATH=$PWD:$PYTHONPATH # for ncu's launches
       for layout in channels_last channels_first; do
         timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
           --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
