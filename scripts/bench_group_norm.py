@@ -3,7 +3,7 @@
 plugin runs them (channels-first: the split design, or the resident one where the plugin picks it;
 channels-last: the resident design), the channels-last one forced to its two launches, each design
 forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) and
-whole segments per CTA (groups; samples channels-last: no grid-wide barrier), eager F.group_norm on
+whole segments per CTA (groups; channels-last a sample's window of whole groups: no grid-wide barrier), eager F.group_norm on
 channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
 norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
 harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
@@ -134,8 +134,8 @@ def point(shape, dt, silu, lig, oss, compile_it):
             plan = more_ctas(base, k, n, c, h * w, layout, x.element_size(), sms)
             if plan:
                 forced(f"resident_{tag}_{k}g", v, out, plan)
-        # whole segments per CTA (groups; samples channels-last): one launch, a CTA barrier instead of the
-        # grid-wide one, any number of CTAs; up to 8 MB (a channels-last VAE sample would be one CTA)
+        # whole segments per CTA (groups; channels-last a sample's window of whole groups): one launch, a CTA
+        # barrier instead of the grid-wide one, any number of CTAs; up to 8 MB (few CTAs for a VAE's tensor)
         plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, whole_segments=True)
         if plan[0] and rec["mb"] <= 8:
             forced(f"resident_{tag}_whole", v, out, plan)

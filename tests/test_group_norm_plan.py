@@ -160,10 +160,29 @@ def test_whole_segment_plans_hold_whole_groups(dtype, shape, skip, want):
     assert per % (c // 32 * spatial) == 0 and grid == math.ceil(n * c * spatial / per)
     cl = group_norm.resident_plan(2, 320, 4096, 32, dtype, skip, "channels_last", configured=False,
                                   device=RESIDENT_H200, whole_segments=True)
-    assert cl[:2] == (2, 4096) and 0 < cl[2] < 4096 and cl[3]  # a sample per CTA, what fits of it on chip
+    windows = 16 if dtype == "float32" else 8  # windows of 20 / 40 channels: whole 16-byte packs
+    assert cl[:2] == (2 * windows, 4096) and 0 < cl[2] < 4096 and cl[3]  # a sample's window per CTA, what fits
     none = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_first", configured=False,
                                     whole_segments=True)  # no device described: no such plan
     assert none[0] == 0
+
+
+@pytest.mark.parametrize("shape, cs, dtype, want", [
+    ((2, 1280, 64), 1280, "float16", (64, 64, 64)),  # a window per group: 40 channels, all on chip
+    ((8, 1280, 64), 1280, "bfloat16", (256, 64, 64)),
+    ((32, 1280, 64), 1280, "float16", (512, 64, 64)),  # 16 windows of 80: 32 x 32 would pass 528 CTAs
+    ((2, 64, 49), 64, "float32", (32, 49, 49)),  # 64 groups of one channel: windows of 4 (a float4)
+    ((2, 1280, 64), 1288, "float16", (2, 64, 64)),  # padded (HWC8 of 1288): no windows, a sample per CTA
+    ((2, 3, 16), 3, "float16", (2, 16, 16)),  # 3 channels: no window is whole packs
+])
+def test_channels_last_whole_segment_plans_cut_channels_into_windows(shape, cs, dtype, want):
+    """Channels-last whole-segment plans: a CTA per sample and window of whole groups (as many windows as
+    keep each window whole 16-byte packs, no pad and at most 528 CTAs), grid = samples x windows."""
+    n, c, spatial = shape
+    groups = 3 if c == 3 else (64 if c == 64 else 32)
+    plan = group_norm.resident_plan(n, c, spatial, groups, dtype, "none", "channels_last", cs, configured=False,
+                                    device=RESIDENT_H200, whole_segments=True)
+    assert plan[:3] == want and plan[3] and not plan[4]
 
 
 def test_channels_first_takes_the_resident_design_where_it_measured_faster():

@@ -2,8 +2,9 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gn7, repick, torch; run 7 on 2026-12-06 ran focus, picks, autotune; run 6 focus, gn, unethost,
-# tests2 and torch). .whl holds the
+# Steps (next: focus (the channels-last windows of whole groups, made after run 7, are untested on a GPU),
+# then check the new SkipNorm picks (picks), torch; run 7 on 2026-12-06 ran focus, picks, autotune, gn7,
+# repick; run 6 focus, gn, unethost, tests2 and torch). .whl holds the
 # wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
@@ -84,7 +85,7 @@ case ${1:-} in
          timeout "${TEST_TIMEOUT:-100}" python3 -m pytest -m gpu tests/gpu/test_group_norm_channels_last_gpu.py -q -x \
            -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
-                     "channels_first 2 320 64 64 whole" "channels_first 1 1280 8 8 whole"; do
+                     "channels_last 2 1280 8 8 whole" "channels_last 2 1280 16 16 whole" "channels_last 2 640 32 32 whole"; do
            echo "$case: $(timeout 30 ncu --clock-control none -k regex:residentKernel -c 1 --section SpeedOfLight \
              $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
          done ;;

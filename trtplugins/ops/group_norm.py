@@ -234,8 +234,9 @@ def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float
     on a described one (device: sms, smem_per_block a CTA may opt into; a pure function, no GPU needed),
     or its two launches (configured False, no device: the same everywhere). ctas_per_sm 2: fused CTAs
     sharing each SM's shared memory two ways (16-bit channels-last narrow: 8-byte packs); 1: the plugin's.
-    whole_segments: each CTA whole groups (channels-first; samples channels-last), one launch with no
-    grid-wide barrier (groupNormWholeSegmentPlan; grid 0: none), to force and measure."""
+    whole_segments: each CTA whole groups (channels-first; channels-last a sample's window of whole
+    groups, grid = samples x windows), one launch with no grid-wide barrier (groupNormWholeSegmentPlan;
+    grid 0: none)."""
     out = (ctypes.c_longlong * 5)()
     dev = device or {}
     kernels.load().trtp_group_norm_resident_plan(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,

@@ -40,6 +40,8 @@ struct GroupNormShape {
 // The resident design's split: `grid` CTAs, each a contiguous range of `per` units (an element
 // channels-first, a pixel channels-last) whose last `resident` stay in shared memory between the
 // statistics and the normalization (the rest is read twice, the second time mostly from L2).
+// Channels-last whole-segment plans may cut each range's channels into windows of whole groups: grid
+// is then ceil(units / per) x windows, a CTA per range and window.
 struct GroupNormResidentPlan {
     int32_t grid = 0;
     int64_t per = 0, resident = 0;
@@ -61,10 +63,11 @@ GroupNormResidentDevice groupNormResidentDevice() noexcept;
 // CTA's threads, or segments too short for a CTA's shared arrays).
 GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, bool aligned,
                                             const GroupNormResidentDevice& dev = {});
-// Each CTA a range of whole segments (groups channels-first, samples channels-last), as many of its
-// units on chip as a CTA's shared memory holds: one launch with a CTA barrier between the phases (no
-// cooperative launch, any number of CTAs). Grid 0: none. The plugin's pick channels-first where
-// groupNormWholeSegmentsFirst.
+// Each CTA a range of whole segments (groups channels-first, samples channels-last, there cut into as
+// many windows of whole groups as keep each window whole 16-byte packs without pad, within 528 CTAs),
+// as many of its units on chip as a CTA's shared memory holds: one launch with a CTA barrier between the
+// phases (no cooperative launch, any number of CTAs). Grid 0: none. The plugin's pick channels-first
+// where groupNormWholeSegmentsFirst; channels-last not yet (to measure).
 GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
                                                 const GroupNormResidentDevice& dev);
 // What the plugin picks when configured: the whole-segment plan where groupNormWholeSegmentsFirst and

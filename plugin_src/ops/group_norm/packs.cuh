@@ -69,22 +69,26 @@ __device__ __forceinline__ float2 blockSum2(float a, float b, float (*red)[32]) 
     return make_float2(a, b);
 }
 
-// Starts copying n elements from global src to shared dst: 16-byte cp.async per thread and step
-// (sm_80+; every copy of the block in flight at once, waitStaged() waits for them), else copies them.
-template <class T, int VEC> __device__ __forceinline__ void stage(T* dst, const T* src, int32_t n) {
+// Starts copying one pack from global src to shared dst: a 16-byte cp.async (sm_80+; in flight until
+// waitStaged()), else a copy.
+template <class T, int VEC> __device__ __forceinline__ void stageOne(T* dst, const T* src) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     constexpr bool kAsync = VEC * sizeof(T) == 16;
 #else
     constexpr bool kAsync = false;
 #endif
-    for (int32_t j = int32_t(threadIdx.x) * VEC; j < n; j += int32_t(blockDim.x) * VEC) {
-        if constexpr (kAsync) {
-            const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst + j));
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src + j) : "memory");
-        } else {
-            *reinterpret_cast<Pack<T, VEC>*>(dst + j) = load<T, VEC>(src + j);
-        }
+    if constexpr (kAsync) {
+        const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+    } else {
+        *reinterpret_cast<Pack<T, VEC>*>(dst) = load<T, VEC>(src);
     }
+}
+
+// Starts copying n elements from global src to shared dst, a pack per thread and step (every copy of
+// the block in flight at once where asynchronous).
+template <class T, int VEC> __device__ __forceinline__ void stage(T* dst, const T* src, int32_t n) {
+    for (int32_t j = int32_t(threadIdx.x) * VEC; j < n; j += int32_t(blockDim.x) * VEC) stageOne<T, VEC>(dst + j, src + j);
 }
 
 __device__ __forceinline__ void waitStaged() {

@@ -37,6 +37,8 @@ int64_t vecOf(DType dt) { return 16 / elemBytes(dt); }
 struct Geometry {
     bool cl;
     int64_t cs, units, segLen, unitElems, packs, rows, vec;
+    int64_t ls;         // channels-last: a staged pixel's elements (cs, or a window's channels)
+    int64_t windows;    // channels-last: windows of channels per range (1: none)
     int64_t width;      // statistics per segment: groups channels-last, else 1
     int64_t unitSmem;   // shared memory per staged unit (x and a full skip)
     int64_t align;      // units per CTA are a multiple of this
@@ -47,11 +49,12 @@ Geometry geometry(DType dt, const GroupNormShape& s, int64_t vec) {
     g.cl = s.layout == GroupNormLayout::kChannelsLast;
     g.cs = g.cl ? (s.channelStride ? s.channelStride : s.channels) : s.channels;
     g.vec = vec;
+    g.windows = 1;
     const int64_t skipCopies = s.skip == GroupNormSkip::kFull ? 2 : 1;
     if (g.cl) {
         g.units = s.n * s.spatial;
         g.segLen = s.spatial;
-        g.unitElems = g.cs;
+        g.unitElems = g.ls = g.cs;
         g.packs = g.cs / vec;
         g.rows = g.packs ? kThreads / g.packs : 0;
         g.width = s.groups;
@@ -78,6 +81,36 @@ int64_t vecFor(DType dt, const GroupNormShape& s, bool aligned) {
 // The geometry a plan runs: its widest pack, or a narrow plan's 8-byte packs.
 Geometry geometryOf(DType dt, const GroupNormShape& s, bool aligned, bool narrow) {
     return geometry(dt, s, narrow ? kNarrowVec : vecFor(dt, s, aligned));
+}
+
+// Whether a channels-last shape's channels can be cut into w windows of whole groups, each whole
+// 16-byte packs (no pad: a window ends where the next begins).
+bool windowsOk(DType dt, const GroupNormShape& s, bool aligned, int64_t w) {
+    if (w == 1) return true;
+    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
+    return w > 1 && s.layout == GroupNormLayout::kChannelsLast && cs == s.channels && s.groups % w == 0 &&
+           vecFor(dt, s, aligned) == vecOf(dt) && s.channels / w % vecOf(dt) == 0;
+}
+
+// The most windows (a window per group at most) that windowsOk and that keep samples x windows CTAs
+// within the workspace's partials.
+int64_t windowsFor(DType dt, const GroupNormShape& s, bool aligned) {
+    for (int64_t w = s.groups; w > 1; --w)
+        if (s.groups % w == 0 && s.n * w <= kMaxCtas && windowsOk(dt, s, aligned, w)) return w;
+    return 1;
+}
+
+// Geometry g (channels-last, widest packs) with each pixel's channels cut into w windows.
+Geometry windowed(const Geometry& g, int64_t w) {
+    if (w == 1) return g;
+    Geometry v = g;
+    v.windows = w;
+    v.ls = v.unitElems = g.cs / w;
+    v.packs = v.ls / v.vec;
+    v.rows = kThreads / v.packs;
+    v.width = g.width / w;
+    v.unitSmem = g.unitSmem / w;
+    return v;
 }
 
 bool shapeOk(const GroupNormShape& s) {
@@ -137,7 +170,7 @@ int64_t minUnits(const Geometry& g, DType dt) {
 int64_t maxPieces(const Geometry& g, int64_t per) { return ceilDiv(per, g.segLen) + 1; }
 
 // Dynamic shared memory besides the staged units, for `per` units per CTA.
-int64_t auxSmem(const Geometry& g, int64_t per) { return 4 * auxFloats(g.cl, g.rows, g.cs, maxPieces(g, per), g.width); }
+int64_t auxSmem(const Geometry& g, int64_t per) { return 4 * auxFloats(g.cl, g.rows, g.ls, maxPieces(g, per), g.width); }
 
 // Dynamic shared memory of a plan.
 size_t smemOf(const Geometry& g, const GroupNormResidentPlan& p) {
@@ -273,11 +306,12 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
 GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
                                                 const GroupNormResidentDevice& dev) {
     if (!shapeOk(s) || s.n == 0 || s.spatial == 0 || dev.smemPerBlock < 1) return {};
-    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
-    if (!clThreadsOk(g)) return {};
+    const Geometry whole = geometry(dt, s, vecFor(dt, s, aligned));
+    if (!clThreadsOk(whole)) return {};
+    const Geometry g = windowed(whole, windowsFor(dt, s, aligned));
     GroupNormResidentPlan p;
-    p.per = ceilDiv(g.units / g.segLen, kMaxCtas) * g.segLen; // a multiple of g.align: segLen is
-    p.grid = int32_t(ceilDiv(g.units, p.per));
+    p.per = ceilDiv(g.units / g.segLen, kMaxCtas / g.windows) * g.segLen; // a multiple of g.align: segLen is
+    p.grid = int32_t(ceilDiv(g.units, p.per) * g.windows);
     p.fused = true;
     GroupNormResidentDevice one = dev;
     one.ctasPerSm = 1;
@@ -346,10 +380,12 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
     if (twoLaunches.grid < 1) return cudaErrorInvalidValue; // segments too small for a CTA's shared arrays
     // The configured plan where it still fits this shape and pack width, else two launches.
     const GroupNormResidentPlan& c = args.resident;
+    const int64_t ranges = c.per >= 1 ? ceilDiv(g.units, c.per) : 0, windows = ranges ? c.grid / ranges : 0;
     const bool planOk = c.grid >= 1 && c.grid <= kMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
-                        c.grid == ceilDiv(g.units, c.per) && c.resident >= 0 && c.resident <= c.per &&
+                        c.grid == ranges * windows && c.resident >= 0 && c.resident <= c.per &&
                         (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset &&
-                        (!c.narrow || (c.fused && narrowOk(dt, s, aligned)));
+                        (!c.narrow || (c.fused && narrowOk(dt, s, aligned))) &&
+                        (windows == 1 || (c.fused && !c.narrow && c.per % g.segLen == 0 && windowsOk(dt, s, aligned, windows)));
     GroupNormResidentPlan plan = planOk ? c : twoLaunches;
     const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(g.width) + size_t(s.n * s.groups)) * sizeof(float2));
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
@@ -365,17 +401,20 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.spatialDiv = FastDiv(uint32_t(s.spatial));
         a.groupsDiv = FastDiv(uint32_t(s.groups));
         a.cpgDiv = FastDiv(uint32_t(s.channels / s.groups));
-        a.widthDiv = FastDiv(uint32_t(g.width));
         a.perDivOk = g.units < kMaxOffset;
         a.weights16 = aligned16(args.gamma) && (!args.beta || aligned16(args.beta));
         a.segDiv = FastDiv(uint32_t(a.perDivOk ? g.segLen : 1));
-        a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.channels = int32_t(s.channels);
-        a.cstride = int32_t(g.cs), a.groups = int32_t(s.groups);
+        a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.cstride = int32_t(g.cs);
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
-        const auto geometryFor = [&](const GroupNormResidentPlan& p) { return p.narrow ? geometryOf(dt, s, aligned, true) : g; };
+        const auto geometryFor = [&](const GroupNormResidentPlan& p) {
+            return p.narrow ? geometryOf(dt, s, aligned, true) : windowed(g, p.grid / ceilDiv(g.units, p.per));
+        };
         const auto run = [&](const GroupNormResidentPlan& p) {
             const Geometry pg = geometryFor(p); // g: the widest packs
+            a.windows = int32_t(pg.windows), a.lstride = int32_t(pg.ls);
+            a.channels = int32_t(s.channels / pg.windows), a.groups = int32_t(s.groups / pg.windows);
+            a.widthDiv = FastDiv(uint32_t(pg.width));
             a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
             a.packsDiv = FastDiv(uint32_t(pg.packs > 0 ? pg.packs : 1));
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));

@@ -18,7 +18,10 @@
 //   Tensors that fit on chip (all units resident) move exactly what a copy moves.
 // Whole-segment plan (fused, each CTA's range whole segments: per a multiple of segLen): step 2 is a CTA
 // barrier (no other CTA holds a piece of its segments), launched without the cooperative attribute, so
-// any number of CTAs, not all resident at once.
+// any number of CTAs, not all resident at once. Channels-last it may also cut each sample's channels into
+// `windows` windows of whole groups (a CTA per sample and window: a sample's groups spread over the GPU);
+// a CTA then sees its window as a tensor of its own (pointers moved to its first channel, the row
+// stride unchanged) and stages and sums only the window's channels.
 // Two-launch plan (no cooperative launch): the same kernel, statistics then normalization, nothing
 // resident, x read twice.
 // Channels-first, a thread walks 16-byte packs of its piece (a pack stays in one channel); channels-last,
@@ -77,7 +80,9 @@ template <class T> struct Gn {
     FastDiv widthDiv;            // a target's piece
     bool perDivOk;               // units < 2^31
     bool weights16;              // gamma (and beta) 16-byte aligned: a lane reads its channels' weights in float4s
-    int32_t spatial, cpg, channels, cstride, groups;
+    int32_t spatial, cpg, channels, cstride, groups; // channels-last windowed: a window's channels and groups
+    int32_t lstride;             // channels-last: a staged pixel's elements (cstride, or a window's channels)
+    int32_t windows;             // channels-last: CTAs per range, each a window of channels (1: all of them)
     int32_t packs, rows;         // channels-last: packs per pixel, pixels per CTA step
     FastDiv packsDiv, cpgDiv;    // channels-last: a thread's pixel row; a channel's group
     int32_t maxPieces;           // segments a CTA's range meets, at most
@@ -128,7 +133,8 @@ template <class T> struct Cta {
     int32_t pieces;       // segments met
     const T* sx;          // staged x (unit rs at sx[0])
     const T* sk;          // staged full skip
-    float2* red;          // channels-last: rows x cstride per-channel sums (of d, d^2)
+    int32_t cta;          // index of the range (blockIdx.x / windows)
+    float2* red;          // channels-last: rows x lstride per-channel sums (of d, d^2)
     float* shift;         // pieces x width: K of each piece (and group)
     float* mean;          // pieces x width
     float* rstd;          // pieces x width
@@ -282,7 +288,7 @@ template <bool STREAM, class T, int VEC> __device__ void cfStats(const Gn<T>& a,
                                        }
                                    });
         const float2 r = blockSum2(s1, s2, t.red2);
-        if (threadIdx.x == 0) a.slots[blockIdx.x + t.first + p] = r;
+        if (threadIdx.x == 0) a.slots[t.cta + t.first + p] = r;
     }
 }
 
@@ -343,7 +349,7 @@ __device__ __forceinline__ void clWalk(const Gn<T>& a, const Lane<VEC>& l, const
         for (int u = 0; u < U; ++u) {
             const int64_t q = q0 + u * step;
             if (q < p1) {
-                const int64_t o = (q - base) * a.cstride + l.c;
+                const int64_t o = (q - base) * (S == Src::kShared ? a.lstride : a.cstride) + l.c;
                 px[u] = fetch<S, T, VEC>(xs + o);
                 if (a.skipMode == GroupNormSkip::kFull) pk[u] = fetch<S, T, VEC>(ks + o);
             }
@@ -379,15 +385,15 @@ template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a
         if (l.ok(e)) add[e] = channelAdd<true>(a, n, l.c + e);
 }
 
-// Sums red[rr * cstride + c] over the rows and the channels of each group g of sample n into its partial
-// (slot): a thread per channel over the rows (the column's sum left in row 0), then a warp per group over
-// its channels.
-template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, int64_t n) {
+// Sums red[rr * lstride + c] over the rows and the channels of each group g of sample n into its partial
+// (slot of range cta): a thread per channel over the rows (the column's sum left in row 0), then a warp
+// per group over its channels.
+template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, int64_t n, int32_t cta) {
     for (int32_t c = threadIdx.x; c < a.channels; c += kThreads) {
         float2 v = make_float2(0.f, 0.f);
 #pragma unroll 2
         for (int32_t rr = 0; rr < a.rows; ++rr) {
-            const float2 r = red[rr * a.cstride + c];
+            const float2 r = red[rr * a.lstride + c];
             v.x += r.x, v.y += r.y;
         }
         red[c] = v; // only this thread reads column c
@@ -401,7 +407,7 @@ template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, f
             v1 += r.x, v2 += r.y;
         }
         v1 = warpSum(v1), v2 = warpSum(v2);
-        if (lane == 0) a.slots[g * a.slotStride + blockIdx.x + n] = make_float2(v1, v2);
+        if (lane == 0) a.slots[g * a.slotStride + cta + n] = make_float2(v1, v2);
     }
 }
 
@@ -429,7 +435,7 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
         // Per channel over the rows, then per group over its channels, through t.red (16-byte stores where
         // the pack has pairs of channels: half the shared-memory wavefronts of 8-byte ones).
         if (l.active) {
-            float2* r = t.red + l.r * a.cstride + l.c;
+            float2* r = t.red + l.r * a.lstride + l.c;
             if constexpr (VEC % 2 == 0) {
 #pragma unroll
                 for (int e = 0; e < VEC; e += 2) reinterpret_cast<float4*>(r)[e / 2] = make_float4(s1[e], s2[e], s1[e + 1], s2[e + 1]);
@@ -439,7 +445,7 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
             }
         }
         __syncthreads();
-        clGroupSums(a, t.red, n);
+        clGroupSums(a, t.red, n, t.cta);
         if (p + 1 < t.pieces) __syncthreads(); // t.red is written again
     }
 }
@@ -507,8 +513,31 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
 
 // Shared memory besides the staged units (floats): channels-last's per-channel sums (two a channel),
 // then K, mean and rstd of every piece (and group).
-__host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int64_t cstride, int64_t pieces, int64_t width) {
-    return (cl ? 2 * rows * cstride : 0) + 3 * pieces * width;
+__host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int64_t lstride, int64_t pieces, int64_t width) {
+    return (cl ? 2 * rows * lstride : 0) + 3 * pieces * width;
+}
+
+// Starts copying n elements to shared dst from rows of src, `packs` packs of row r from src + r * stride,
+// consecutively: a window's channels of each pixel.
+template <class T, int VEC>
+__device__ __forceinline__ void stageRows(T* dst, const T* src, int32_t n, int32_t packs, const FastDiv& packsDiv, int32_t stride) {
+    for (int32_t k = int32_t(threadIdx.x); k * VEC < n; k += int32_t(blockDim.x)) {
+        const int32_t r = int32_t(packsDiv.div(uint32_t(k)));
+        stageOne<T, VEC>(dst + int64_t(k) * VEC, src + int64_t(r) * stride + int64_t(k - r * packs) * VEC);
+    }
+}
+
+// Window w of a channels-last windowed plan as a tensor of its own: every per-channel pointer moved to
+// its first channel, its partials and shifts to their own part of the workspace.
+template <class T> __device__ __forceinline__ void toWindow(Gn<T>& a, int32_t w) {
+    const int64_t c0 = int64_t(w) * a.channels, segments = a.units / a.segLen;
+    a.x += c0, a.y += c0, a.gamma += c0;
+    if (a.skip) a.skip += c0;
+    if (a.sum) a.sum += c0;
+    if (a.bias) a.bias += c0;
+    if (a.beta) a.beta += c0;
+    a.slots += int64_t(w) * a.groups * a.slotStride;
+    a.shifts += int64_t(w) * a.groups * segments;
 }
 
 // STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch).
@@ -518,10 +547,17 @@ residentKernel(Gn<T> a) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red2[2][32];
     constexpr bool kCl = L == GroupNormLayout::kChannelsLast;
-    const int64_t ue = kCl ? a.cstride : 1; // elements per unit
+    const int64_t ue = kCl ? a.lstride : 1; // staged elements per unit
     const int32_t width = kCl ? a.groups : 1;
     Cta<T> t;
-    t.u0 = int64_t(blockIdx.x) * a.per;
+    t.cta = int32_t(blockIdx.x);
+    constexpr bool kWindows = kCl && VEC * sizeof(T) == 16; // windowed plans run 16-byte packs
+    if constexpr (kWindows)
+        if (a.windows > 1) {
+            t.cta = int32_t(blockIdx.x) / a.windows;
+            toWindow(a, int32_t(blockIdx.x) - t.cta * a.windows);
+        }
+    t.u0 = int64_t(t.cta) * a.per;
     t.u1 = t.u0 + a.per < a.units ? t.u0 + a.per : a.units;
     t.rs = t.u1 - a.resident > t.u0 ? t.u1 - a.resident : t.u0;
     t.first = segmentOf(a, t.u0);
@@ -531,15 +567,22 @@ residentKernel(Gn<T> a) {
     T* sk = sx + slot;
     t.sx = sx, t.sk = sk, t.red2 = red2;
     t.red = reinterpret_cast<float2*>(a.skipMode == GroupNormSkip::kFull ? sk + slot : sk);
-    t.shift = reinterpret_cast<float*>(t.red + (kCl ? int64_t(a.rows) * a.cstride : 0));
+    t.shift = reinterpret_cast<float*>(t.red + (kCl ? int64_t(a.rows) * a.lstride : 0));
     t.mean = t.shift + int64_t(a.maxPieces) * width;
     t.rstd = t.mean + int64_t(a.maxPieces) * width;
     if (a.stats) {
         const int32_t staged = int32_t((t.u1 - t.rs) * ue);
         if (staged) { // narrow plans stage in 16-byte packs too (their pixels are whole ones)
             constexpr int kStage = kNarrow<T, VEC, L> ? int(16 / sizeof(T)) : VEC;
-            stage<T, kStage>(sx, a.x + t.rs * ue, staged);
-            if (a.skipMode == GroupNormSkip::kFull) stage<T, kStage>(sk, a.skip + t.rs * ue, staged);
+            bool window = false; // a window's channels of each pixel
+            if constexpr (kWindows) window = a.lstride != a.cstride;
+            if (window) {
+                stageRows<T, VEC>(sx, a.x + t.rs * a.cstride, staged, a.packs, a.packsDiv, a.cstride);
+                if (a.skipMode == GroupNormSkip::kFull) stageRows<T, VEC>(sk, a.skip + t.rs * a.cstride, staged, a.packs, a.packsDiv, a.cstride);
+            } else {
+                stage<T, kStage>(sx, a.x + t.rs * ue, staged);
+                if (a.skipMode == GroupNormSkip::kFull) stage<T, kStage>(sk, a.skip + t.rs * ue, staged);
+            }
         }
         loadShifts<kCl>(a, t);
         if (staged) waitStaged(); // and the shifts
