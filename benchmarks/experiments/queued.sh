@@ -3,7 +3,7 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: focus (the channels-last windows of whole groups, made after run 7, are untested on a GPU),
-# then check the new SkipNorm picks (picks), smallncu, torch; run 7 on 2026-12-06 ran focus, picks, autotune, gn7,
+# then check the new SkipNorm picks (picks), ab, smallncu, torch; run 7 on 2026-12-06 ran focus, picks, autotune, gn7,
 # repick; run 6 focus, gn, unethost, tests2 and torch). .whl holds the
 # wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -19,6 +19,7 @@
 #   unethost where the fused UNet's host time goes (run 5: ~140 us per call of ours inside the model, 26 in
 #            a loop): cProfile and the CUDA runtime calls, eager and eager + fuse
 #   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
+#   ab       the pending A/B (ab.py PENDING: small_warp, a warp per row for small launches of rows of <= 96 packs)
 #   smallncu ncu of our small LayerNorm launches (1x768, 64x768, 1x4096, FP16) beside the compiled kernel
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
@@ -90,6 +91,8 @@ case ${1:-} in
            echo "$case: $(timeout 30 ncu --clock-control none -k regex:residentKernel -c 1 --section SpeedOfLight \
              $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
          done ;;
+  ab) timeout 560 python3 benchmarks/experiments/ab.py small_warp -- --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
+        --hiddens --odd --no-compile > "$OUT/ab.log" 2>&1; tail -40 "$OUT/ab.log" ;;
   smallncu) # small launches (1 and 64 rows) of ours beside the compiled kernel under ncu: where the 0.4 us go
           TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
           export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
@@ -116,7 +119,7 @@ case ${1:-} in
          # small launches: the AOT kernels beside ours and the compile (issue 34: within 0.2 us of it)
          timeout 240 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --hiddens 768 4096 \
            --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; tail -50 "$OUT/small.log" | grep "^|" ;;
-  *) sed -n '2,32p' "$0"; exit 2 ;;
+  *) sed -n '2,33p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
