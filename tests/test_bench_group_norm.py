@@ -29,10 +29,10 @@ def test_no_cut_past_the_sms_or_of_a_two_launch_plan():
 
 def test_table_has_a_cell_per_column():
     row = {"op": "group_norm", "dtype": "fp16", "shape": [1, 1280, 8, 8], "mb": 0.16, "copy": 1e-6, "ours_cf": 2e-6,
-           "resident_cf_whole": 1.5e-6}
+           "resident_cf_whole": 1.5e-6, "resident_cl_windows": 4e-6}
     head, rule, line = table([row])
     assert head.count("|") == rule.count("|") == line.count("|")
-    assert line.endswith("| 67 / - |")  # the whole-segment plans' % of copy, the last column
+    assert line.endswith("| 67 / - | 25 |")  # the whole-segment plans' % of copy, then the windowed plan's
 
 
 def test_plot_draws_a_png_where_matplotlib_is(tmp_path):

@@ -4,6 +4,7 @@ thread-block clusters) or an older GPU (two launches) are checked here without a
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -171,18 +172,32 @@ def test_whole_segment_plans_hold_whole_groups(dtype, shape, skip, want):
     ((2, 1280, 64), 1280, "float16", (64, 64, 64)),  # a window per group: 40 channels, all on chip
     ((8, 1280, 64), 1280, "bfloat16", (256, 64, 64)),
     ((32, 1280, 64), 1280, "float16", (512, 64, 64)),  # 16 windows of 80: 32 x 32 would pass 528 CTAs
-    ((2, 64, 49), 64, "float32", (32, 49, 49)),  # 64 groups of one channel: windows of 4 (a float4)
+    ((2, 64, 49), 64, "float32", (8, 49, 49)),  # 64 groups of one channel: windows of 16 (64 bytes at least)
     ((2, 1280, 64), 1288, "float16", (2, 64, 64)),  # padded (HWC8 of 1288): no windows, a sample per CTA
     ((2, 3, 16), 3, "float16", (2, 16, 16)),  # 3 channels: no window is whole packs
 ])
 def test_channels_last_whole_segment_plans_cut_channels_into_windows(shape, cs, dtype, want):
     """Channels-last whole-segment plans: a CTA per sample and window of whole groups (as many windows as
-    keep each window whole 16-byte packs, no pad and at most 528 CTAs), grid = samples x windows."""
+    keep each window whole 16-byte packs of 64 bytes or more, no pad and at most 528 CTAs), grid = samples
+    x windows."""
     n, c, spatial = shape
     groups = 3 if c == 3 else (64 if c == 64 else 32)
     plan = group_norm.resident_plan(n, c, spatial, groups, dtype, "none", "channels_last", cs, configured=False,
                                     device=RESIDENT_H200, whole_segments=True)
     assert plan[:3] == want and plan[3] and not plan[4]
+
+
+def test_fused_channels_last_plans_with_channel_windows():
+    """Fused channels-last plans cut into channel windows (to measure): grid = ranges x windows within the
+    GPU's CTAs, each range on chip where it fits; windows that are no whole groups of whole packs: none."""
+    plan = functools.partial(group_norm.resident_plan, groups=32, dtype="float16", skip_mode="none",
+                             layout="channels_last", configured=False, device=RESIDENT_H200)
+    assert plan(2, 320, 4096, windows=0) == (128, 512, 512, True, False)  # 8 windows of 40 channels x 16 ranges
+    assert plan(2, 320, 4096, windows=8) == plan(2, 320, 4096, windows=0)
+    assert plan(2, 320, 4096, windows=3) == plan(2, 320, 4096) == (128, 64, 64, True, False)  # 3: no windows
+    assert plan(2, 1280, 64, windows=0) == (32, 128, 128, True, False)  # 16 KB a CTA: one range per window
+    big = plan(1, 128, 1 << 18, windows=0)  # 4 windows of 32 channels (64 bytes a pixel at least)
+    assert big[0] == 132 and big[1] * 33 >= 1 << 18 and 0 < big[2] < big[1]
 
 
 def test_channels_first_takes_the_resident_design_where_it_measured_faster():

@@ -146,15 +146,15 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
                                             long long sms, long long smem_per_block, long long ctas_per_sm,
-                                            int whole_segments, long long* plan) {
+                                            long long windows, int whole_segments, long long* plan) {
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
     const auto dt = trtp::DType(dtype);
     trtp::GroupNormResidentDevice dev; // this GPU, or described (sms 0: two launches)
     if (configured) dev = trtp::groupNormResidentDevice();
     else dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
-    dev.ctasPerSm = int32_t(ctas_per_sm);
+    dev.ctasPerSm = int32_t(ctas_per_sm), dev.windows = int32_t(windows);
     if (whole_segments) putPlan(trtp::groupNormWholeSegmentPlan(dt, s, true, dev), plan);
-    else putPlan(configured && ctas_per_sm == 1 ? trtp::groupNormResidentConfigure(dt, s, true)
+    else putPlan(configured && ctas_per_sm == 1 && windows == 1 ? trtp::groupNormResidentConfigure(dt, s, true)
                                                 : trtp::groupNormResidentPlan(dt, s, true, dev), plan);
 }
 

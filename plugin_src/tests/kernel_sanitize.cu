@@ -240,6 +240,10 @@ int main(int argc, char** argv) {
                     if (narrow.narrow) plans.push_back(narrow);
                     const trtp::GroupNormResidentPlan whole = trtp::groupNormWholeSegmentPlan(dt, shape, true, rdev);
                     if (whole.grid) plans.push_back(whole); // a CTA barrier, no grid-wide one
+                    trtp::GroupNormResidentDevice cut = rdev; // channels-last: channel windows per range
+                    cut.windows = 0;
+                    const trtp::GroupNormResidentPlan windows = trtp::groupNormResidentPlan(dt, shape, true, cut);
+                    if (pad && windows.fused && windows.grid != plans[0].grid) plans.push_back(windows);
                     for (const trtp::GroupNormResidentPlan& plan : plans) {
                         for (int inPlace = 0; inPlace < 2; ++inPlace) {
                             trtp::GroupNormArgs a = gnArgs(x, skip, chan, w, y, s, ws, wsBytes, mode, inPlace, sh);

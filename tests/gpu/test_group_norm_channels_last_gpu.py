@@ -64,7 +64,8 @@ def make_cl(torch, gen, shape, dt, variant, cs, offset=0):
 
 def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     """The plugin's plan on this GPU, half of each range on chip (fused plans), the two launches,
-    (16-bit channels-last) the narrow fused plan of two CTAs per SM, and whole segments per CTA."""
+    (16-bit channels-last) the narrow fused plan of two CTAs per SM, whole segments per CTA and
+    (channels-last) the fused plan cut into channel windows."""
     n, c = shape[:2]
     spatial = int(np.prod(shape[2:]))
     mode = {None: "none", "full": "full", "channel": "per_channel"}[skip_kind]
@@ -80,6 +81,9 @@ def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     whole = group_norm.resident_plan(*args, whole_segments=True)  # a CTA barrier, no grid-wide one
     if whole[0]:
         plans.append(whole)
+    windows = group_norm.resident_plan(*args, windows=0)  # a CTA per range and window of channels
+    if windows[3]:
+        plans.append(windows)
     return list(dict.fromkeys(plans))
 
 

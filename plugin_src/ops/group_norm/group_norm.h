@@ -55,6 +55,8 @@ struct GroupNormResidentDevice {
     int32_t smemPerBlock = 0; // dynamic shared memory a CTA may opt into
     int32_t ctasPerSm = 1;    // fused CTAs per SM the plan is for (2: each a share of the SM's shared memory,
                               // 16-bit channels-last narrow); the plugin plans for 1 (2 is forced to measure it)
+    int32_t windows = 1;      // channels-last fused plans: channel windows of whole groups per range (0: as
+                              // many as whole 16-byte packs allow); the plugin plans for 1 (others to measure)
 };
 GroupNormResidentDevice groupNormResidentDevice() noexcept;
 

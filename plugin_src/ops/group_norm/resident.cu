@@ -92,11 +92,14 @@ bool windowsOk(DType dt, const GroupNormShape& s, bool aligned, int64_t w) {
            vecFor(dt, s, aligned) == vecOf(dt) && s.channels / w % vecOf(dt) == 0;
 }
 
-// The most windows (a window per group at most) that windowsOk and that keep samples x windows CTAs
-// within the workspace's partials.
+// The most windows (a window per group at most) that windowsOk, that keep samples x windows CTAs within
+// the workspace's partials and a window's part of a pixel at least two 32-byte sectors.
 int64_t windowsFor(DType dt, const GroupNormShape& s, bool aligned) {
+    constexpr int64_t kMinWindowBytes = 64;
     for (int64_t w = s.groups; w > 1; --w)
-        if (s.groups % w == 0 && s.n * w <= kMaxCtas && windowsOk(dt, s, aligned, w)) return w;
+        if (s.groups % w == 0 && s.n * w <= kMaxCtas && s.channels / w * elemBytes(dt) >= kMinWindowBytes &&
+            windowsOk(dt, s, aligned, w))
+            return w;
     return 1;
 }
 
@@ -289,9 +292,14 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
     const int64_t needed = ceilDiv(g.units, minUnits(g, dt));
     if (dev.sms > 0 && dev.ctasPerSm >= 1) {
         const bool narrow = dev.ctasPerSm >= 2 && narrowOk(dt, s, aligned);
-        const Geometry f = geometryOf(dt, s, aligned, narrow);
-        const int64_t all = int64_t(dev.sms) * dev.ctasPerSm, ctas = all < kMaxCtas ? all : kMaxCtas;
-        GroupNormResidentPlan p = split(f, needed < ctas ? needed : ctas, 0);
+        const int64_t w = narrow || dev.windows == 1 ? 1
+                          : dev.windows == 0 ? windowsFor(dt, s, aligned)
+                          : windowsOk(dt, s, aligned, dev.windows) ? dev.windows : 1;
+        const Geometry f = windowed(geometryOf(dt, s, aligned, narrow), w);
+        const int64_t all = int64_t(dev.sms) * dev.ctasPerSm, ctas = (all < kMaxCtas ? all : kMaxCtas) / w;
+        const int64_t want = ceilDiv(f.units, minUnits(f, dt)); // ranges of each window
+        GroupNormResidentPlan p = split(f, want < ctas ? want : ctas > 0 ? ctas : 1, 0);
+        p.grid = int32_t(p.grid * w);
         p.resident = stagedUnits(f, p.per, dev);
         if (p.resident >= 0) {
             p.fused = true;
@@ -385,7 +393,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
                         c.grid == ranges * windows && c.resident >= 0 && c.resident <= c.per &&
                         (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset &&
                         (!c.narrow || (c.fused && narrowOk(dt, s, aligned))) &&
-                        (windows == 1 || (c.fused && !c.narrow && c.per % g.segLen == 0 && windowsOk(dt, s, aligned, windows)));
+                        (windows == 1 || (c.fused && !c.narrow && windowsOk(dt, s, aligned, windows)));
     GroupNormResidentPlan plan = planOk ? c : twoLaunches;
     const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(g.width) + size_t(s.n * s.groups)) * sizeof(float2));
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
