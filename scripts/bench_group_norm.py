@@ -2,7 +2,8 @@
 """GroupNorm (+ SiLU) against its peers, side by side in one process on one GPU: our kernels as the
 plugin runs them (channels-first: the split design, or the resident one where the plugin picks it;
 channels-last: the resident design), the channels-last one forced to its two launches, each design
-forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) and
+forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) or
+(channels-last) into channel windows, and
 whole segments per CTA (groups; channels-last a sample's window of whole groups: no grid-wide barrier), eager F.group_norm on
 channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
 norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the

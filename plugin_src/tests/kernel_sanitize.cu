@@ -243,7 +243,7 @@ int main(int argc, char** argv) {
                     trtp::GroupNormResidentDevice cut = rdev; // channels-last: channel windows per range
                     cut.windows = 0;
                     const trtp::GroupNormResidentPlan windows = trtp::groupNormResidentPlan(dt, shape, true, cut);
-                    if (pad && windows.fused && windows.grid != plans[0].grid) plans.push_back(windows);
+                    if (pad && windows.fused && windows.per != plans[0].per) plans.push_back(windows);
                     for (const trtp::GroupNormResidentPlan& plan : plans) {
                         for (int inPlace = 0; inPlace < 2; ++inPlace) {
                             trtp::GroupNormArgs a = gnArgs(x, skip, chan, w, y, s, ws, wsBytes, mode, inPlace, sh);
