@@ -3,9 +3,8 @@
 plugin runs them (channels-first: the split design, or the resident one where the plugin picks it;
 channels-last: the resident design), the channels-last one forced to its two launches, each design
 forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) or
-(channels-last) into channel windows, and
-whole segments per CTA (groups; channels-last a sample's window of whole groups: no grid-wide barrier), eager F.group_norm on
-channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
+(channels-last) into channel windows, whole segments per CTA (groups; channels-last a sample's window of
+whole groups: no grid-wide barrier), eager F.group_norm on channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
 norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
 harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
 and a device copy of the same bytes. 32 groups; SD 1.5/2.x UNet shapes (C 320..2560, 64x64..8x8
