@@ -202,8 +202,8 @@ def test_fused_channels_last_plans_with_channel_windows():
 
 def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     """H100 run 3: fused resident beat split on 1-2 samples for GroupNorm from 5 MB, GroupNorm+SiLU from
-    32 MB; run 7: whole groups per CTA beat it where groups are 32 KB or less; the split design everywhere
-    else (8 samples, a skip, larger groups of smaller tensors)."""
+    32 MB; run 7: whole groups per CTA beat it on 1-8 samples where groups are 32 KB or less; the split
+    design everywhere else (more samples, a skip, larger groups of smaller tensors)."""
     rf = group_norm.resident_first
     assert rf(2, 320, 4096, 32, "float16") and rf(1, 640, 4096, 32, "bfloat16") and rf(1, 128, 1 << 20, 32, "float16")
     assert rf(1, 320, 4096, 32, "float32")  # 5.2 MB in FP32
@@ -212,10 +212,11 @@ def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     assert rf(1, 256, 65536, 32, "float16", activation="silu")  # 33.5 MB
     assert not rf(8, 320, 4096, 32, "float16") and not rf(2, 320, 4096, 32, "float16", "full")
     assert not rf(2, 320, 4096, 7, "float16") and not rf(0, 320, 4096, 32, "float16")  # no such shape
-    # H100 run 7: whole groups per CTA where a group is 32 KB or less (1-2 samples, no skip), any size
+    # H100 run 7: whole groups per CTA where a group is 32 KB or less (1-8 samples, no skip), any size
     assert rf(2, 1280, 64, 32, "float16") and rf(1, 1280, 256, 32, "bfloat16", activation="silu")
     assert rf(2, 640, 256, 32, "float32") and not rf(2, 1280, 256, 32, "float32")  # 20 KB; 40 KB in FP32
-    assert not rf(2, 640, 1024, 32, "float16") and not rf(8, 1280, 64, 32, "float16")  # 40 KB; 8 samples
+    assert rf(8, 1920, 256, 32, "float16") and not rf(16, 1280, 64, 32, "float16")  # 8 samples; 16 not measured
+    assert not rf(2, 640, 1024, 32, "float16")  # 40 KB
     assert not rf(2, 1280, 64, 32, "float16", "per_channel") and not rf(2, 1280, 64, 32, "float16", "full")
 
 

@@ -79,8 +79,8 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
 // Whether a channels-first shape runs the resident design rather than the split one (where the fused
 // plan measured faster; a pure function of its arguments: the caller checks the plan is fused).
 bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act);
-// Whether a channels-first shape runs whole groups per CTA (groups small enough that a CTA each beats
-// sharing them across the GPU; measured): a pure function of its arguments.
+// Whether a channels-first shape runs whole groups per CTA (1-8 samples, no skip, groups of 32 KB or
+// less: where a CTA each measured faster than sharing them across the GPU): a pure function.
 bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s);
 
 // Whether a channels-last shape has a kernel: a row of 16-byte packs (or of elements) of a pixel fits

@@ -332,17 +332,19 @@ GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& 
 // 1.05-1.10x, at 5-21 MB 0.94-1.06x; on 8 samples 0.79-1.16x, below 5 MB 0.56-1.0x: the split design there.
 bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
-    if (s.n < 1 || s.n > 2 || (act != GroupNormAct::kNone && act != GroupNormAct::kSilu)) return false;
+    if (act != GroupNormAct::kNone && act != GroupNormAct::kSilu) return false;
+    if (groupNormWholeSegmentsFirst(dt, s)) return true;
     const int64_t minBytes = act == GroupNormAct::kNone ? int64_t(5) << 20 : int64_t(32) << 20;
-    return s.channels * s.spatial * s.n >= minBytes / elemBytes(dt) || groupNormWholeSegmentsFirst(dt, s);
+    return s.n >= 1 && s.n <= 2 && s.channels * s.spatial * s.n >= minBytes / elemBytes(dt);
 }
 
-// H100 run 7 (benchmarks/group_norm/h100_v7_quick.md), whole groups per CTA against the split design,
-// channels-first, 2 samples, FP16, GroupNorm / +SiLU: 5 KB groups 1.46x / 1.50x, 20 KB 1.29x / 1.23x,
-// 40 KB 1.03x / 0.93x, 80 KB level.
+// H100 run 7, whole groups per CTA against the split design, channels-first, FP16/BF16, GroupNorm / +SiLU
+// (benchmarks/group_norm/h100_v7_quick.md, then h100_v7.json): 2 samples, 5 KB groups 1.46x / 1.50x, 20 KB
+// 1.29x / 1.23x, 40 KB 1.03x / 0.93x, 80 KB level; 8 samples, 5-30 KB groups 1.22-1.46x / 1.16-1.38x
+// (the full run, forced beside the split design's pick; 1 sample: as 2).
 bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
-    return s.n >= 1 && s.n <= 2 && s.spatial > 0 && s.channels / s.groups * s.spatial * elemBytes(dt) <= 32 * 1024;
+    return s.n >= 1 && s.n <= 8 && s.spatial > 0 && s.channels / s.groups * s.spatial * elemBytes(dt) <= 32 * 1024;
 }
 
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {
