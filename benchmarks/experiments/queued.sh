@@ -112,7 +112,7 @@ case ${1:-} in
   autotune) timeout 560 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 32 \
               > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log" ;;
   picks) aot_library
-         timeout 120 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "(group_norm or skip_norm) and not plugin and not torch" \
+         timeout 240 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "(group_norm or skip_norm) and not plugin and not torch" \
            > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
            --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log"
