@@ -1,5 +1,5 @@
-// Device code both GroupNorm designs share: 16-byte packs to and from FP32, evict-first stores, a
-// block's sums, and copies into shared memory.
+// Device code both GroupNorm designs share: a fast divider, 16-byte packs to and from FP32, evict-first
+// stores, a block's sums, and copies into shared memory.
 #pragma once
 #include "common.cuh"
 
@@ -9,6 +9,17 @@ namespace trtp {
 namespace {
 
 using namespace detail;
+
+// n / d for 0 <= n < 2^31 (Granlund-Montgomery, as PyTorch's IntDivider).
+struct FastDiv {
+    uint32_t m = 1, s = 0;
+    FastDiv() = default;
+    explicit FastDiv(uint32_t d) {
+        while ((uint64_t(1) << s) < d) ++s;
+        m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1);
+    }
+    __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
+};
 
 // 16-bit packs converted two at a time (a pack stays in 4 registers; one at a time spilled).
 template <class T> __device__ __forceinline__ float2 pairToFloat2(uint32_t w) {
@@ -89,6 +100,16 @@ template <class T, int VEC> __device__ __forceinline__ void stageOne(T* dst, con
 // the block in flight at once where asynchronous).
 template <class T, int VEC> __device__ __forceinline__ void stage(T* dst, const T* src, int32_t n) {
     for (int32_t j = int32_t(threadIdx.x) * VEC; j < n; j += int32_t(blockDim.x) * VEC) stageOne<T, VEC>(dst + j, src + j);
+}
+
+// Starts copying n elements to shared dst from rows of src, `packs` packs of row r from src + r * stride,
+// consecutively: a window's channels of each pixel.
+template <class T, int VEC>
+__device__ __forceinline__ void stageRows(T* dst, const T* src, int32_t n, int32_t packs, const FastDiv& packsDiv, int32_t stride) {
+    for (int32_t k = int32_t(threadIdx.x); k * VEC < n; k += int32_t(blockDim.x)) {
+        const int32_t r = int32_t(packsDiv.div(uint32_t(k)));
+        stageOne<T, VEC>(dst + int64_t(k) * VEC, src + int64_t(r) * stride + int64_t(k - r * packs) * VEC);
+    }
 }
 
 __device__ __forceinline__ void waitStaged() {

@@ -51,17 +51,6 @@ constexpr int64_t kStaticSmem = 1024;       // the kernel's static shared memory
 constexpr int64_t kTwoLaunchSmem = 48 * 1024 - kStaticSmem; // without the opt-in
 constexpr int64_t kMaxOffset = int64_t(1) << 31; // 32-bit element offsets inside a group / shared memory
 
-// n / d for 0 <= n < 2^31 (Granlund-Montgomery, as PyTorch's IntDivider).
-struct FastDiv {
-    uint32_t m = 1, s = 0;
-    FastDiv() = default;
-    explicit FastDiv(uint32_t d) {
-        while ((uint64_t(1) << s) < d) ++s;
-        m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1);
-    }
-    __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
-};
-
 template <class T> struct Gn {
     const T* x;
     const T* skip;
@@ -515,16 +504,6 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
 // then K, mean and rstd of every piece (and group).
 __host__ __device__ __forceinline__ int64_t auxFloats(bool cl, int64_t rows, int64_t lstride, int64_t pieces, int64_t width) {
     return (cl ? 2 * rows * lstride : 0) + 3 * pieces * width;
-}
-
-// Starts copying n elements to shared dst from rows of src, `packs` packs of row r from src + r * stride,
-// consecutively: a window's channels of each pixel.
-template <class T, int VEC>
-__device__ __forceinline__ void stageRows(T* dst, const T* src, int32_t n, int32_t packs, const FastDiv& packsDiv, int32_t stride) {
-    for (int32_t k = int32_t(threadIdx.x); k * VEC < n; k += int32_t(blockDim.x)) {
-        const int32_t r = int32_t(packsDiv.div(uint32_t(k)));
-        stageOne<T, VEC>(dst + int64_t(k) * VEC, src + int64_t(r) * stride + int64_t(k - r * packs) * VEC);
-    }
 }
 
 // Window w of a channels-last windowed plan as a tensor of its own: every per-channel pointer moved to
