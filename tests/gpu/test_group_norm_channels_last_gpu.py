@@ -81,9 +81,10 @@ def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     whole = group_norm.resident_plan(*args, whole_segments=True)  # a CTA barrier, no grid-wide one
     if whole[0]:
         plans.append(whole)
-    windows = group_norm.resident_plan(*args, windows=0)  # a CTA per range and window of channels
-    if windows[3]:
-        plans.append(windows)
+    if layout == "channels_last":  # a CTA per range and window of channels
+        windows = group_norm.resident_plan(*args, windows=0)
+        if windows[3]:
+            plans.append(windows)
     return list(dict.fromkeys(plans))
 
 
