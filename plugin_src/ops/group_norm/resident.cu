@@ -33,11 +33,14 @@ template <class F> void forEachKernelOf(F&& f) {
 int64_t elemBytes(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 int64_t vecOf(DType dt) { return 16 / elemBytes(dt); }
 
+// Elements between pixels channels-last (channels unless padded).
+int64_t strideOf(const GroupNormShape& s) { return s.channelStride ? s.channelStride : s.channels; }
+
 // The shape's derived sizes for a pack width.
 struct Geometry {
     bool cl;
+    // unitElems: staged elements per unit (channels-last: cs, or a window's channels)
     int64_t cs, units, segLen, unitElems, packs, rows, vec;
-    int64_t ls;         // channels-last: a staged pixel's elements (cs, or a window's channels)
     int64_t windows;    // channels-last: windows of channels per range (1: none)
     int64_t width;      // statistics per segment: groups channels-last, else 1
     int64_t unitSmem;   // shared memory per staged unit (x and a full skip)
@@ -47,14 +50,14 @@ struct Geometry {
 Geometry geometry(DType dt, const GroupNormShape& s, int64_t vec) {
     Geometry g{};
     g.cl = s.layout == GroupNormLayout::kChannelsLast;
-    g.cs = g.cl ? (s.channelStride ? s.channelStride : s.channels) : s.channels;
+    g.cs = g.cl ? strideOf(s) : s.channels;
     g.vec = vec;
     g.windows = 1;
     const int64_t skipCopies = s.skip == GroupNormSkip::kFull ? 2 : 1;
     if (g.cl) {
         g.units = s.n * s.spatial;
         g.segLen = s.spatial;
-        g.unitElems = g.ls = g.cs;
+        g.unitElems = g.cs;
         g.packs = g.cs / vec;
         g.rows = g.packs ? kThreads / g.packs : 0;
         g.width = s.groups;
@@ -73,7 +76,7 @@ Geometry geometry(DType dt, const GroupNormShape& s, int64_t vec) {
 // The widest pack this shape can use (16 bytes when every row of packs stays inside a channel / pixel).
 int64_t vecFor(DType dt, const GroupNormShape& s, bool aligned) {
     const int64_t v = vecOf(dt);
-    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
+    const int64_t cs = strideOf(s);
     const bool fits = s.layout == GroupNormLayout::kChannelsLast ? cs % v == 0 : s.spatial % v == 0;
     return aligned && fits ? v : 1;
 }
@@ -87,7 +90,7 @@ Geometry geometryOf(DType dt, const GroupNormShape& s, bool aligned, bool narrow
 // 16-byte packs (no pad: a window ends where the next begins).
 bool windowsOk(DType dt, const GroupNormShape& s, bool aligned, int64_t w) {
     if (w == 1) return true;
-    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
+    const int64_t cs = strideOf(s);
     return w > 1 && s.layout == GroupNormLayout::kChannelsLast && cs == s.channels && s.groups % w == 0 &&
            vecFor(dt, s, aligned) == vecOf(dt) && s.channels / w % vecOf(dt) == 0;
 }
@@ -103,13 +106,16 @@ int64_t windowsFor(DType dt, const GroupNormShape& s, bool aligned) {
     return 1;
 }
 
+// The channel windows of plan p over geometry g's units: its CTAs per range (0: no plan).
+int64_t windowsOf(const Geometry& g, const GroupNormResidentPlan& p) { return p.per >= 1 ? p.grid / ceilDiv(g.units, p.per) : 0; }
+
 // Geometry g (channels-last, widest packs) with each pixel's channels cut into w windows.
 Geometry windowed(const Geometry& g, int64_t w) {
     if (w == 1) return g;
     Geometry v = g;
     v.windows = w;
-    v.ls = v.unitElems = g.cs / w;
-    v.packs = v.ls / v.vec;
+    v.unitElems = g.cs / w;
+    v.packs = v.unitElems / v.vec;
     v.rows = kThreads / v.packs;
     v.width = g.width / w;
     v.unitSmem = g.unitSmem / w;
@@ -120,7 +126,7 @@ bool shapeOk(const GroupNormShape& s) {
     if (s.n < 0 || s.channels < 1 || s.spatial < 0 || s.groups < 1 || s.channels % s.groups) return false;
     if (s.layout != GroupNormLayout::kChannelsFirst && s.layout != GroupNormLayout::kChannelsLast) return false;
     if (s.skip != GroupNormSkip::kNone && s.skip != GroupNormSkip::kFull && s.skip != GroupNormSkip::kPerChannel) return false;
-    const int64_t cs = s.channelStride ? s.channelStride : s.channels;
+    const int64_t cs = strideOf(s);
     if (s.layout == GroupNormLayout::kChannelsLast && cs < s.channels) return false;
     if (s.n > 0 && s.spatial > 0 && (cs > INT64_MAX / s.spatial / s.n)) return false;
     if (s.channels / s.groups * s.spatial >= kMaxOffset || cs >= kMaxOffset || s.spatial >= kMaxOffset) return false;
@@ -173,7 +179,7 @@ int64_t minUnits(const Geometry& g, DType dt) {
 int64_t maxPieces(const Geometry& g, int64_t per) { return ceilDiv(per, g.segLen) + 1; }
 
 // Dynamic shared memory besides the staged units, for `per` units per CTA.
-int64_t auxSmem(const Geometry& g, int64_t per) { return 4 * auxFloats(g.cl, g.rows, g.ls, maxPieces(g, per), g.width); }
+int64_t auxSmem(const Geometry& g, int64_t per) { return 4 * auxFloats(g.cl, g.rows, g.unitElems, maxPieces(g, per), g.width); }
 
 // Dynamic shared memory of a plan.
 size_t smemOf(const Geometry& g, const GroupNormResidentPlan& p) {
@@ -390,9 +396,9 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
     if (twoLaunches.grid < 1) return cudaErrorInvalidValue; // segments too small for a CTA's shared arrays
     // The configured plan where it still fits this shape and pack width, else two launches.
     const GroupNormResidentPlan& c = args.resident;
-    const int64_t ranges = c.per >= 1 ? ceilDiv(g.units, c.per) : 0, windows = ranges ? c.grid / ranges : 0;
+    const int64_t windows = windowsOf(g, c);
     const bool planOk = c.grid >= 1 && c.grid <= kMaxCtas && c.per >= 1 && c.per % g.align == 0 &&
-                        c.grid == ranges * windows && c.resident >= 0 && c.resident <= c.per &&
+                        c.grid == ceilDiv(g.units, c.per) * windows && c.resident >= 0 && c.resident <= c.per &&
                         (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset &&
                         (!c.narrow || (c.fused && narrowOk(dt, s, aligned))) &&
                         (windows == 1 || (c.fused && !c.narrow && windowsOk(dt, s, aligned, windows)));
@@ -418,11 +424,11 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
         const auto geometryFor = [&](const GroupNormResidentPlan& p) {
-            return p.narrow ? geometryOf(dt, s, aligned, true) : windowed(g, p.grid / ceilDiv(g.units, p.per));
+            return p.narrow ? geometryOf(dt, s, aligned, true) : windowed(g, windowsOf(g, p));
         };
         const auto run = [&](const GroupNormResidentPlan& p) {
             const Geometry pg = geometryFor(p); // g: the widest packs
-            a.windows = int32_t(pg.windows), a.lstride = int32_t(pg.ls);
+            a.windows = int32_t(pg.windows), a.lstride = int32_t(pg.unitElems);
             a.channels = int32_t(s.channels / pg.windows), a.groups = int32_t(s.groups / pg.windows);
             a.widthDiv = FastDiv(uint32_t(pg.width));
             a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
