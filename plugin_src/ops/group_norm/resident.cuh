@@ -530,12 +530,12 @@ residentKernel(Gn<T> a) {
     const int32_t width = kCl ? a.groups : 1;
     Cta<T> t;
     t.cta = int32_t(blockIdx.x);
-    constexpr bool kWindows = kCl && VEC * sizeof(T) == 16; // windowed plans run 16-byte packs
-    if constexpr (kWindows)
-        if (a.windows > 1) {
-            t.cta = int32_t(blockIdx.x) / a.windows;
-            toWindow(a, int32_t(blockIdx.x) - t.cta * a.windows);
-        }
+    bool windowed = false; // this CTA sees a window of each pixel's channels (plans of 16-byte packs)
+    if constexpr (kCl && VEC * sizeof(T) == 16) windowed = a.windows > 1;
+    if (windowed) {
+        t.cta = int32_t(blockIdx.x) / a.windows;
+        toWindow(a, int32_t(blockIdx.x) - t.cta * a.windows);
+    }
     t.u0 = int64_t(t.cta) * a.per;
     t.u1 = t.u0 + a.per < a.units ? t.u0 + a.per : a.units;
     t.rs = t.u1 - a.resident > t.u0 ? t.u1 - a.resident : t.u0;
@@ -553,9 +553,7 @@ residentKernel(Gn<T> a) {
         const int32_t staged = int32_t((t.u1 - t.rs) * ue);
         if (staged) { // narrow plans stage in 16-byte packs too (their pixels are whole ones)
             constexpr int kStage = kNarrow<T, VEC, L> ? int(16 / sizeof(T)) : VEC;
-            bool window = false; // a window's channels of each pixel
-            if constexpr (kWindows) window = a.lstride != a.cstride;
-            if (window) {
+            if (windowed) { // the window's channels of each pixel
                 stageRows<T, VEC>(sx, a.x + t.rs * a.cstride, staged, a.packs, a.packsDiv, a.cstride);
                 if (a.skipMode == GroupNormSkip::kFull) stageRows<T, VEC>(sk, a.skip + t.rs * a.cstride, staged, a.packs, a.packsDiv, a.cstride);
             } else {
