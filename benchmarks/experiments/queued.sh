@@ -37,6 +37,11 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} # the wheels gpu_batch.sh
 export PYTHONUNBUFFERED=1 OUT=${OUT:-build/queued}
 mkdir -p "$OUT"
 batch=benchmarks/experiments/gpu_batch.sh
+# The kernel library of gpu_batch.sh (build-gpu/, sm_90): its build only, then on this shell's path
+gpu_library() {
+  TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1
+  export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
+}
 # The kernel library for sm_90 with the Triton kernels built ahead of time (build-aot/)
 aot_library() {
   cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
@@ -50,8 +55,7 @@ case ${1:-} in
             SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
   tests2) TESTS="plugin_gpu or concurrency" TEST_TIMEOUT=420 bash $batch ;;
   torch) bash benchmarks/run_torch_gpu.sh ;;
-  unethost) TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
-            export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
+  unethost) gpu_library
             PYTHONPATH=$PWD:$PYTHONPATH timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
   gn7) TESTS="group_norm and (whole or channels_first or sd_shapes) and not plugin" TEST_TIMEOUT=150 \
         SANITIZE="group_norm_resident_small" SANITIZE_TIMEOUT=45 QUEUED_NESTED=1 bash "$0" gn ;;
@@ -60,7 +64,7 @@ case ${1:-} in
             > "$OUT/check.log" 2>&1; tail -112 "$OUT/check.log" | grep "^|" ;;
   gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
         BENCH_TIMEOUT=420 bash $batch
-      export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so PYTHONPATH=$PWD:$PYTHONPATH # for ncu's launches
+      export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so # built by the batch; for ncu's launches
       for layout in channels_last channels_first; do
         timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
           --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
@@ -71,8 +75,7 @@ case ${1:-} in
            MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=${BENCH_TIMEOUT:-300} bash $batch
        QUEUED_NESTED=1 bash "$0" gnsrc ;;
-  gnsrc) TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
-        export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
+  gnsrc) gpu_library
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
           set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}
           timeout 90 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
@@ -94,8 +97,7 @@ case ${1:-} in
   ab) timeout 560 python3 benchmarks/experiments/ab.py small_warp -- --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
         --hiddens --odd --no-compile > "$OUT/ab.log" 2>&1; tail -40 "$OUT/ab.log" ;;
   smallncu) # small launches (1 and 64 rows) of ours beside the compiled kernel under ncu: where the 0.4 us go
-          TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1 # the build only
-          export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
+          gpu_library
           for case in "1 768" "64 768" "1 4096"; do
             set -- $case; name=ln_small_${1}x${2}
             timeout 150 ncu --clock-control none --profile-from-start off --section SpeedOfLight --section LaunchStats \
