@@ -291,11 +291,13 @@ def test_resident_bad_arguments_return_errors(torch):
     two = group_norm.resident_plan(2, 8, 16, 4, "float32", "none", "channels_last", 8, configured=False)
     for bad in ((3, 5, 0, True), (1, 32, 33, True), (0, 0, 0, False), (2, 16, 4, False)):
         assert raw(plan=bad) == two, bad
-    # channel windows: 2 of 4 channels run; 3 (not whole groups), 4 (2 channels: not a float4), unfused,
-    # ranges that are not whole samples, or a padded channel stride do not
+    # channel windows: 2 of 4 channels run, on whole samples or on fused ranges of part of one (the grid
+    # barrier joins them); 3 (not whole groups), 4 (2 channels: not a float4), unfused, or a padded channel
+    # stride do not
     windows = (4, 16, 16, True, False)
-    assert raw(plan=windows) == windows
-    for bad in ((6, 16, 16, True), (8, 16, 16, True), (4, 16, 0, False), (8, 8, 8, True)):
+    for good in (windows, (8, 8, 8, True, False)):
+        assert raw(plan=good) == good
+    for bad in ((6, 16, 16, True), (8, 16, 16, True), (4, 16, 0, False)):
         assert raw(plan=bad) == two, bad
     wide = torch.randn(2, 4, 4, 12, device="cuda")  # channel stride 12: 4 channels of pad
     padded = dict(stride=12, x=wide.data_ptr(), y=wide.data_ptr())
