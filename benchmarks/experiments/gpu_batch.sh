@@ -26,8 +26,8 @@ if [ -n "${TESTS:-}" ]; then
   grep -E "passed|failed|error" "$OUT/gpu_tests.log" | tail -3; grep -E "^FAILED|^ERROR" "$OUT/gpu_tests.log" | head -20
   echo "tests done at $((SECONDS - t0)) s"
 fi
-# SANITIZE: kernel_sanitize parts under all four tools; MEMCHECK: parts under memcheck only
-for run in $(for p in ${SANITIZE:-}; do echo $p:memcheck $p:racecheck $p:initcheck $p:synccheck; done) \
+# SANITIZE: kernel_sanitize parts under all four tools (or SANITIZE_TOOLS); MEMCHECK: parts under memcheck only
+for run in $(for p in ${SANITIZE:-}; do for t in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do echo $p:$t; done; done) \
            $(for p in ${MEMCHECK:-}; do echo $p:memcheck; done); do
   part=${run%%:*} tool=${run##*:}
   {

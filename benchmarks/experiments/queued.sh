@@ -23,6 +23,8 @@
 #   smallncu ncu of our small LayerNorm launches (1x768, 64x768, 1x4096, FP16) beside the compiled kernel
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
+#   windows  the channels-last windows after run 8 (a window's rows summed by several threads a channel): the
+#            resident GPU tests, racecheck and memcheck over the resident plans, the quick benchmark
 #   focus    with little device time left: the GroupNorm and trtplugins.torch GPU tests, the GroupNorm
 #            sanitizers, a short gn and gnsrc
 #   gnq      a short gn (9 shapes, FP16, no compile) then gnsrc, where the budget is short
@@ -71,6 +73,9 @@ case ${1:-} in
           $gn_launch $layout 2 320 64 64 > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
+  windows) TESTS="test_group_norm_channels_last_gpu and not plugin" TEST_TIMEOUT=200 SANITIZE="group_norm_resident_small" \
+           SANITIZE_TOOLS="racecheck memcheck" SANITIZE_TIMEOUT=120 BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" \
+           BENCH_TIMEOUT=120 bash $batch ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
            MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=${BENCH_TIMEOUT:-300} bash $batch
@@ -121,7 +126,7 @@ case ${1:-} in
          # small launches: the AOT kernels beside ours and the compile (issue 34: within 0.2 us of it)
          timeout 240 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --hiddens 768 4096 \
            --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; tail -50 "$OUT/small.log" | grep "^|" ;;
-  *) sed -n '2,33p' "$0"; exit 2 ;;
+  *) sed -n '2,35p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text

@@ -375,24 +375,27 @@ template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a
 }
 
 // Sums red[rr * lstride + c] over the rows and the channels of each group g of sample n into its partial
-// (slot of range cta): a thread per channel over the rows (the column's sum left in row 0), then a warp
-// per group over its channels.
+// (slot of range cta): `split` threads per channel, each over every split-th row (a window's few channels
+// have many rows), their sums left in rows 0..split-1, then a warp per group over its channels and those.
 template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, int64_t n, int32_t cta) {
-    for (int32_t c = threadIdx.x; c < a.channels; c += kThreads) {
+    const int32_t split = a.channels < kThreads ? min(kThreads / a.channels, a.rows) : 1;
+    for (int32_t i = threadIdx.x; i < a.channels * split; i += kThreads) {
+        const int32_t j = i / a.channels, c = i - j * a.channels;
         float2 v = make_float2(0.f, 0.f);
 #pragma unroll 2
-        for (int32_t rr = 0; rr < a.rows; ++rr) {
+        for (int32_t rr = j; rr < a.rows; rr += split) {
             const float2 r = red[rr * a.lstride + c];
             v.x += r.x, v.y += r.y;
         }
-        red[c] = v; // only this thread reads column c
+        red[j * a.lstride + c] = v; // only this thread reads row j of column c
     }
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kThreads / 32;
     for (int32_t g = warp; g < a.groups; g += nw) {
         float v1 = 0.f, v2 = 0.f;
-        for (int32_t k = lane; k < a.cpg; k += 32) {
-            const float2 r = red[g * a.cpg + k];
+        for (int32_t k = lane; k < a.cpg * split; k += 32) {
+            const int32_t j = k / a.cpg;
+            const float2 r = red[j * a.lstride + g * a.cpg + (k - j * a.cpg)];
             v1 += r.x, v2 += r.y;
         }
         v1 = warpSum(v1), v2 = warpSum(v2);
