@@ -82,3 +82,13 @@ def test_times_of_reads_results_and_sweeps(tmp_path):
     # a sweep: the fastest variant, not the picked one
     assert ab.times_of(ab.read_run(tmp_path / "b")) == {"layer_norm fp16 24576x2048": 6e-5, "group_norm fp16 2x320x64x64": 1e-5}
     assert ab.read_run(tmp_path / "none") is None and ab.times_of(None) == {}
+
+
+def test_times_of_reads_the_group_norm_benchmark(tmp_path):
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "group_norm.json").write_text(json.dumps({"env": {}, "rows": [
+        {"op": "group_norm", "dtype": "fp16", "shape": [2, 1280, 8, 8], "ours_cl": 9e-6, "ours_cf": 3.7e-6,
+         "resident_cl_whole": 7e-6, "resident_cl_windows": None, "copy": 1e-6}]}))
+    assert ab.times_of(ab.read_run(tmp_path / "g")) == {"group_norm fp16 2x1280x8x8 ours_cl": 9e-6,
+                                                       "group_norm fp16 2x1280x8x8 ours_cf": 3.7e-6,
+                                                       "group_norm fp16 2x1280x8x8 resident_cl_whole": 7e-6}

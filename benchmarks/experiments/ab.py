@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A/B of kernel patches on the GPU machine, in one call and one order: build the kernels library of
-the tree as it is ("base") and of each patch set, run scripts/bench_kernels.py with the same
-arguments against each (and each value of --env), then print our time per point side by side.
+the tree as it is ("base") and of each patch set, run scripts/bench_kernels.py (--bench group_norm:
+scripts/bench_group_norm.py) with the same arguments against each (and each value of --env), then
+print our time per point side by side.
 
   python3 benchmarks/experiments/ab.py NAME -- --ops bias_gelu bias_relu6 --hiddens --odd --no-compile
   python3 benchmarks/experiments/ab.py --no-base --sweep-build loop_rows_ahead \\
@@ -34,7 +35,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PATCHES = Path(os.environ.get("AB_PATCHES", HERE))  # where NAME.patch is looked for (tests: elsewhere)
 # Built, checked statically, not yet run on the device (RESULTS.md, "Targets still missed"): CI checks they apply.
-PENDING = ("small_warp",)
+PENDING = ("small_warp", "cl_trim")
+BENCHES = {"kernels": "bench_kernels.py", "group_norm": "bench_group_norm.py"}
+GN_COLUMNS = ("ours_cl", "ours_cf", "resident_cl_whole", "resident_cl_windows")  # ours, and the forced plans
 TOP_SKIP = shutil.ignore_patterns(".git", "build", "build-*", ".cache", ".whl", ".trt", ".venv*")  # the root's own
 ANY_SKIP = shutil.ignore_patterns("*.so", "__pycache__")
 
@@ -146,7 +149,7 @@ def key_of(r: dict) -> str:
 
 def read_run(run_dir: Path):
     """What one run wrote: a sweep's list, results.json's dict, or None."""
-    for f in ("sweep.json", "results.json"):
+    for f in ("sweep.json", "results.json", "group_norm.json"):
         if (run_dir / f).is_file():
             return json.loads((run_dir / f).read_text())
     return None
@@ -154,9 +157,12 @@ def read_run(run_dir: Path):
 
 def times_of(data) -> dict[str, float]:
     """Our seconds per launch at each point of one run: results.json's 'ours', or a sweep's fastest variant
-    (what a table could pick once the patch is in)."""
+    (what a table could pick once the patch is in), or group_norm.json's columns of ours (GN_COLUMNS)."""
     if isinstance(data, list):
         return {key_of(r): min(r["times"].values()) for r in data if r.get("times")}
+    if isinstance(data, dict) and "rows" in data:
+        return {f"{r['op']} {r['dtype']} {'x'.join(map(str, r['shape']))} {c}": r[c]
+                for r in data["rows"] for c in GN_COLUMNS if r.get(c)}
     if isinstance(data, dict):
         return {key_of(r): r["ours"] for r in data["results"] if r.get("ours")}
     return {}
@@ -190,7 +196,8 @@ def main():
     ap.add_argument("--sweep-build", action="store_true", help="build with -DTRTPLUGINS_SWEEP=ON (every variant)")
     ap.add_argument("--env", default=None, metavar="VAR=V1,V2", help="run each library once per value of VAR")
     ap.add_argument("--repeat", type=int, default=1, help="passes over the runs, alternating their order")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds per bench_kernels.py run")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per benchmark run")
+    ap.add_argument("--bench", choices=BENCHES, default="kernels", help="the benchmark script the runs take")
     ap.add_argument("--tag", default=None, help="names the output files (default: the sets)")
     ap.add_argument("--check", action="store_true", help="only check that each set applies (no build, no GPU)")
     ap.add_argument("--build-only", action="store_true", help="build the libraries, run nothing (no GPU)")
@@ -221,7 +228,7 @@ def main():
             env = dict(os.environ, TRTPLUGINS_KERNELS_LIB=str(libs[name]), PYTHONUNBUFFERED="1")
             if var:
                 env[var] = val
-            cmd = [sys.executable, str(trees[name] / "scripts" / "bench_kernels.py"), "--out", str(run_dir), *bench_args]
+            cmd = [sys.executable, str(trees[name] / "scripts" / BENCHES[args.bench]), "--out", str(run_dir), *bench_args]
             log = Path(f"{run_dir}.log")
             log.parent.mkdir(parents=True, exist_ok=True)
             with open(log, "w") as f:

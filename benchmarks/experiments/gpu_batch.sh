@@ -11,6 +11,8 @@ mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
+peers() { (cd .peers/trtoss_groupnorm 2>/dev/null && ./build.sh > /dev/null 2>&1); } # TensorRT OSS's GroupNorm harness
+if [ -n "${SETUP_ONLY:-}" ]; then peers; exit 0; fi # the wheels above and the peers only (queued.sh cltrim)
 roots=$(ls -d "$PWD"/.trt/*/ 2>/dev/null | tr '\n' ';')
 t0=$SECONDS
 # build-gpu/, as scripts/gpu_check.sh (the loader searches build/'s wheel-tag folders only)
@@ -40,7 +42,7 @@ for run in $(for p in ${SANITIZE:-}; do for t in ${SANITIZE_TOOLS:-memcheck race
 done
 tail -n 4 build-gpu/san_*.log > "$OUT/sanitize.log" 2>/dev/null
 if [ -n "${BENCH:-}" ]; then
-  (cd .peers/trtoss_groupnorm 2>/dev/null && ./build.sh > /dev/null 2>&1)
+  peers
   timeout "${BENCH_TIMEOUT:-150}" python3 $BENCH --out "$OUT" > "$OUT/bench.log" 2>&1 || status=1
   tail -4 "$OUT/bench.log"
 fi

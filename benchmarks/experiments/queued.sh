@@ -2,10 +2,9 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: focus (the channels-last windows of whole groups, made after run 7, are untested on a GPU),
-# then check the new SkipNorm picks (picks), ab, smallncu, torch; run 7 on 2026-12-06 ran focus, picks, autotune, gn7,
-# repick; run 6 focus, gn, unethost, tests2 and torch). .whl holds the
-# wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
+# Steps (next: cltrim, ab, gnsrc, torch; run 8 on 2026-12-06 ran focus, picks, windows (the row
+# split, since committed), smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2
+# and torch). .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
 #   gn7      run 7's: the channels-first GPU tests (the whole-segment pick), the resident sanitizers, then gn
@@ -23,14 +22,16 @@
 #   smallncu ncu of our small LayerNorm launches (1x768, 64x768, 1x4096, FP16) beside the compiled kernel
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
-#   windows  the channels-last windows after run 8 (a window's rows summed by several threads a channel): the
-#            resident GPU tests, racecheck and memcheck over the resident plans, the quick benchmark
+#   cltrim   the pending cl_trim.patch (ab.py PENDING: the channels-last kernel's fixed work trimmed, a
+#            pack's group statistics loaded once where the pack is one group, divisions by FastDiv): A/B of
+#            the quick GroupNorm benchmark, then the resident GPU tests through the patched library
 #   focus    with little device time left: the GroupNorm and trtplugins.torch GPU tests, the GroupNorm
 #            sanitizers, a short gn and gnsrc
 #   gnq      a short gn (9 shapes, FP16, no compile) then gnsrc, where the budget is short
 #   check    a short window with a library built beforehand: the resident GroupNorm's GPU tests, ncu times
 #   gnsrc    ncu per SASS instruction (executed, stall samples) of the resident GroupNorm kernel: channels-last at
-#            SD batch 2 and at 1x1280x8x8 (14 us for 0.2 MB in run 3), channels-first at 1x1280x8x8
+#            SD batch 2 and at 1x1280x8x8 (14 us for 0.2 MB in run 3), channels-first at 1x1280x8x8, the
+#            whole-group windows channels-last at 2x1280x8x8
 #   autotune the configurations of every form, dtype and hidden size (triton ran FP16 at 768/4096/16384):
 #            $OUT/triton_configs.json, to commit as plugin_src/ops/skip_norm/triton_configs.json before triton
 set -uo pipefail
@@ -73,21 +74,29 @@ case ${1:-} in
           $gn_launch $layout 2 320 64 64 > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  windows) TESTS="test_group_norm_channels_last_gpu and not plugin" TEST_TIMEOUT=200 SANITIZE="group_norm_resident_small" \
-           SANITIZE_TOOLS="racecheck memcheck" SANITIZE_TIMEOUT=120 BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" \
-           BENCH_TIMEOUT=120 bash $batch ;;
+  cltrim) # the pending GroupNorm patch: base and patched libraries timed in turn (quick benchmark, FP16), then
+          # the resident GPU tests through the patched library
+          SETUP_ONLY=1 bash $batch
+          timeout 420 python3 benchmarks/experiments/ab.py cl_trim --bench group_norm --repeat 2 --timeout 120 -- \
+            --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|cl |whole|windows" "$OUT/ab.log" | tail -45
+          TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cl_trim/libtrtplugins_kernels.so timeout 150 python3 -m pytest -m gpu \
+            tests/gpu -q -p no:cacheprovider -k "test_group_norm_channels_last_gpu and not plugin" > "$OUT/gpu_tests.log" 2>&1
+          tail -3 "$OUT/gpu_tests.log" ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
            MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=${BENCH_TIMEOUT:-300} bash $batch
        QUEUED_NESTED=1 bash "$0" gnsrc ;;
   gnsrc) gpu_library
-        for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8"; do
-          set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}
+        for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
+                    "channels_last 2 1280 8 8 whole"; do
+          set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}${6:+_$6}
           timeout 90 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
             --section SpeedOfLight -o "$OUT/$name" -f $gn_launch $* > "$OUT/$name.log" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
-          grep -E "Duration|Warp Cycles Per Issued|Issued Warp" "$OUT/$name.txt" | head -3; wc -l < "$OUT/$name.sass.csv"
+          grep -E "Duration|Warp Cycles Per Issued|Issued Warp" "$OUT/$name.txt" | head -3
+          python3 benchmarks/experiments/sass_lines.py "$TRTPLUGINS_KERNELS_LIB" "$OUT/$name.sass.csv" --top 30 \
+            > "$OUT/$name.lines.txt" 2>&1; head -1 "$OUT/$name.lines.txt"
         done ;;
   check) # a short window: the resident GroupNorm's GPU tests and ncu times only, with the kernel library
          # built here for sm_90 and carried (TRTPLUGINS_KERNELS_LIB=build-local/libtrtplugins_kernels.so)
@@ -126,7 +135,7 @@ case ${1:-} in
          # small launches: the AOT kernels beside ours and the compile (issue 34: within 0.2 us of it)
          timeout 240 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --hiddens 768 4096 \
            --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; tail -50 "$OUT/small.log" | grep "^|" ;;
-  *) sed -n '2,35p' "$0"; exit 2 ;;
+  *) sed -n '2,36p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
