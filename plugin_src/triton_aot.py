@@ -9,9 +9,12 @@ Launch ABI (Triton 3.6): the kernel's parameters are the non-constexpr arguments
 pointers (global and profile scratch; null when the manifest's sizes are 0); grid (ceil(rows / XBLOCK)),
 block (32 * num_warps), dynamic shared memory `shared` bytes. Configurations: `config()` below: the measured
 table (ops/skip_norm/triton_configs.json, from benchmarks/experiments/triton_aot_check.py --autotune on a
-GPU) where it has the shape, else a rule. Where the plugin runs them: ops/skip_norm/triton_picks.json, the
+GPU) where it has the shape, else a rule. Each shape also has a cubin for small launches (`small_config()`:
+one row per program, 4 values a thread, as Inductor compiles a launch of a few rows), which a launch of
+few elements (skipNormSmall) takes. Where the plugin runs them: ops/skip_norm/triton_picks.json, the
 (form, dtype, hidden) points per architecture where they measured faster than the hand-written kernels
-(`picks()`, written by triton_aot_check.py); elsewhere they are built but only run when asked for."""
+(`picks()`, written by triton_aot_check.py; keys "small/..." for the small-launch cubins, `small_picks()`);
+elsewhere they are built but only run when asked for."""
 
 from __future__ import annotations
 
@@ -61,8 +64,8 @@ def _write(path: Path, text: str) -> None:
     _module("trtplugins_paths", HERE.parent / "trtplugins" / "paths.py").write_file(path, text)
 
 
-def key(form: str, dtype: str, hidden: int) -> str:
-    return f"{form}/{dtype}/{hidden}"
+def key(form: str, dtype: str, hidden: int, small: bool = False) -> str:
+    return f"{'small/' if small else ''}{form}/{dtype}/{hidden}"
 
 
 def candidates(hidden: int, dtype: str) -> list[dict]:
@@ -90,14 +93,24 @@ def config(hidden: int, dtype: str, form: str | None = None, table: dict | None 
     return dict(kernel="rows", RBLOCK=rblock, XBLOCK=xblock, num_warps=max(4, min(16, rblock * xblock // 1024)))
 
 
+def small_config(hidden: int) -> dict:
+    """Launch geometry for launches of a few rows (ncu, run 8: the compiled kernel of one 768-wide row is
+    one program of 8 warps, 4 values a thread, each warp's chain 110 instructions against 315 for ours):
+    a row per program, 4 values a thread up to 16 warps; past LOOPED_FROM, the row looped."""
+    rblock = 1 << (hidden - 1).bit_length()
+    if hidden > LOOPED_FROM:
+        return dict(kernel="looped", RBLOCK=2048, XBLOCK=1, num_warps=16)
+    return dict(kernel="rows", RBLOCK=rblock, XBLOCK=1, num_warps=max(4, min(16, rblock // 128)))
+
+
 def signature(dtype: str) -> dict:
     io, w = f"*{DTYPES[dtype]}", "*fp32"
     sig = dict(x=io, skip=io, bias=w, gamma=w, beta=w, y=io, s_out=io, rows="i32", eps="fp32")
     return {**sig, **{k: "constexpr" for k in ("HIDDEN", "RBLOCK", "XBLOCK", "RMS", "SKIP", "BIAS", "BETA", "SUM")}}
 
 
-def compile_one(mod, form: str, dtype: str, hidden: int, cc: int, cfg: dict | None = None):
-    """(compiled kernel, its manifest entry but the resources)."""
+def compile_one(mod, form: str, dtype: str, hidden: int, cc: int, cfg: dict | None = None, small: bool = False):
+    """(compiled kernel, its manifest entry but the resources); small: the cubin for small launches."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -110,8 +123,9 @@ def compile_one(mod, form: str, dtype: str, hidden: int, cc: int, cfg: dict | No
     src = ASTSource(fn=fn, signature=signature(dtype), constexprs=consts, attrs=attrs)
     k = triton.compile(src, target=GPUTarget("cuda", cc, 32), options={"num_warps": cfg["num_warps"]})
     md = k.metadata
-    name = f"skip_norm_{form}_{DTYPES[dtype]}_{hidden}"
-    entry = dict(name=name, symbol=md.name, op="SkipNorm", form=form, dtype=dtype, hidden=hidden, arch=f"sm_{cc}",
+    name = f"skip_norm_{form}_{DTYPES[dtype]}_{hidden}{'_small' if small else ''}"
+    entry = dict(name=name, symbol=md.name, op="SkipNorm", form=form, dtype=dtype, hidden=hidden, small=int(small),
+                 arch=f"sm_{cc}",
                  **cfg, shared=md.shared, params=list(PARAMS), global_scratch_size=md.global_scratch_size,
                  profile_scratch_size=md.profile_scratch_size)
     return k, entry
@@ -133,21 +147,32 @@ def ptxas_resources(ptx: str, cc: int) -> dict:
                 spill_loads=num(r"(\d+) bytes spill loads"), stack=num(r"(\d+) bytes stack frame"))
 
 
+def _build_one(out: Path, cc: int, form: str, dtype: str, hidden: int, cfg: dict, few: bool) -> dict:
+    """One cubin written under out and its manifest entry (a worker process's task)."""
+    k, entry = compile_one(kernels(), form, dtype, hidden, cc, cfg, few)
+    entry.update(ptxas_resources(k.asm["ptx"], cc))
+    entry["cubin"] = f"sm_{cc}/{entry['name']}.cubin"
+    (out / entry["cubin"]).write_bytes(k.asm["cubin"])
+    return entry
+
+
 def build(out: Path, archs=ARCHS, forms=tuple(FORMS), dtypes=tuple(DTYPES), hiddens=HIDDENS,
-          table: dict | None = None) -> list[dict]:
-    """table: measured configurations by key(form, dtype, hidden) (triton_aot_check.py --autotune)."""
-    mod = kernels()
-    manifest = []
+          table: dict | None = None, small: bool = True, jobs: int | None = None) -> list[dict]:
+    """table: measured configurations by key(form, dtype, hidden) (triton_aot_check.py --autotune);
+    small: each shape's cubin for small launches too; jobs: compiling processes (default: the CPUs)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = []
     for cc in archs:
         (out / f"sm_{cc}").mkdir(parents=True, exist_ok=True)
         for form in forms:
             for dtype in dtypes:
                 for hidden in hiddens:
-                    k, entry = compile_one(mod, form, dtype, hidden, cc, config(hidden, dtype, form, table))
-                    entry.update(ptxas_resources(k.asm["ptx"], cc))
-                    entry["cubin"] = f"sm_{cc}/{entry['name']}.cubin"
-                    (out / entry["cubin"]).write_bytes(k.asm["cubin"])
-                    manifest.append(entry)
+                    for few in (False, True) if small else (False,):
+                        cfg = small_config(hidden) if few else config(hidden, dtype, form, table)
+                        tasks.append((out, cc, form, dtype, hidden, cfg, few))
+    with ProcessPoolExecutor(max_workers=min(len(tasks), jobs or os.cpu_count() or 1)) as pool:
+        manifest = list(pool.map(_build_one, *zip(*tasks)))
     _write(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
     return manifest
 
@@ -160,6 +185,18 @@ def picks(rows: list[dict], arch: int, margin: float = 0.99) -> dict:
     return {f"sm_{arch}": dict(sorted(won.items()))}
 
 
+def small_picks(rows: list[dict], arch: int, margin: float = 0.99) -> dict:
+    """picks() of a small-launch run (triton_aot_check.py --rows): a shape's small cubin where it beat
+    the hand-written kernels at every row count measured, keyed key(..., small=True)."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(key(r["form"], r["dtype"], r["hidden"], small=True), []).append(r)
+    won = {k: dict(aot_us=round(max(r["aot_us"] for r in rs), 2), ours_us=round(max(r["ours_us"] for r in rs), 2))
+           for k, rs in by.items()
+           if all(r.get("aot_us") and r.get("ours_us") and r["aot_us"] < margin * r["ours_us"] for r in rs)}
+    return {f"sm_{arch}": dict(sorted(won.items()))}
+
+
 DTYPE_IDS = {"float32": 0, "float16": 1, "bfloat16": 2}  # trtp::DType
 
 
@@ -167,9 +204,9 @@ def emit_cpp(manifest: list[dict], out: Path, path: Path, picked: dict | None = 
     """The table of plugin_src/cubins/cubins.h: every cubin as a byte array (written beside, then renamed);
     picked: picks()'s table, the cubins the plugin runs."""
     picked = picked or {}
-    # sorted as findCubin searches: (arch, op, form, dtype, hidden)
+    # sorted as findCubin searches: (arch, op, form, dtype, hidden, small)
     manifest = sorted(manifest, key=lambda m: (int(m["arch"][3:]), 0, list(FORMS).index(m["form"]),
-                                               DTYPE_IDS[m["dtype"]], m["hidden"]))
+                                               DTYPE_IDS[m["dtype"]], m["hidden"], m.get("small", 0)))
     lines = ["// Generated by plugin_src/triton_aot.py: do not edit.", '#include "cubins.h"', "", "namespace trtp {",
              "namespace {"]
     for i, m in enumerate(manifest):
@@ -179,9 +216,11 @@ def emit_cpp(manifest: list[dict], out: Path, path: Path, picked: dict | None = 
         lines.append("};")
     lines += ["} // namespace", "", f"const Cubin kCubins[{max(1, len(manifest))}] = {{"]
     for i, m in enumerate(manifest):
-        lines.append(f'    {{kCubinSkipNorm, {list(FORMS).index(m["form"])}, {DTYPE_IDS[m["dtype"]]}, {m["hidden"]}, '
+        small = m.get("small", 0)
+        won = key(m["form"], m["dtype"], m["hidden"], small) in picked.get(m["arch"], {})
+        lines.append(f'    {{kCubinSkipNorm, {list(FORMS).index(m["form"])}, {DTYPE_IDS[m["dtype"]]}, {m["hidden"]}, {small}, '
                      f'{m["arch"][3:]}, {m["XBLOCK"]}, {m["num_warps"]}, {m["shared"]}, '
-                     f'{int(key(m["form"], m["dtype"], m["hidden"]) in picked.get(m["arch"], {}))}, "{m["symbol"]}", k{i}, sizeof(k{i})}},')
+                     f'{int(won)}, "{m["symbol"]}", k{i}, sizeof(k{i})}},')
     lines += ["};", f"const int32_t kCubinCount = {len(manifest)};", "} // namespace trtp", ""]
     _write(path, "\n".join(lines))
 

@@ -71,13 +71,18 @@ def test_kernels_match_the_reference_in_the_interpreter():
 
 
 def test_every_form_compiles_for_sm90_without_spills(tmp_path):
+    """Each shape twice: for large launches and (small) for launches of a few rows."""
     manifest = triton_aot.build(tmp_path, archs=(90,), hiddens=(768, 5120, 16384))
-    assert len(manifest) == len(triton_aot.FORMS) * len(triton_aot.DTYPES) * 3
+    assert len(manifest) == len(triton_aot.FORMS) * len(triton_aot.DTYPES) * 3 * 2
     assert json.loads((tmp_path / "manifest.json").read_text()) == manifest
+    assert sum(m["small"] for m in manifest) == len(manifest) // 2 and len({m["name"] for m in manifest}) == len(manifest)
     for m in manifest:
         cubin = (tmp_path / m["cubin"]).read_bytes()
         assert cubin[:4] == b"\x7fELF", m["name"]
         assert m["kernel"] == ("looped" if m["hidden"] > triton_aot.LOOPED_FROM else "rows")
+        if m["small"]:
+            assert m["XBLOCK"] == 1 and {k: m[k] for k in ("kernel", "RBLOCK", "num_warps")} == {
+                k: v for k, v in triton_aot.small_config(m["hidden"]).items() if k != "XBLOCK"}
         assert 16 <= m["registers"] <= 255 and m["spill_stores"] == 0 and m["stack"] == 0, m
         assert m["shared"] <= 227 * 1024 and m["global_scratch_size"] == 0 and m["profile_scratch_size"] == 0, m
         assert m["params"] == list(triton_aot.PARAMS)
@@ -89,6 +94,10 @@ def test_configs_cover_every_hidden_size():
             c = triton_aot.config(hidden, dtype)
             assert c["RBLOCK"] >= (hidden if c["kernel"] == "rows" else 1) and c["RBLOCK"] & (c["RBLOCK"] - 1) == 0
             assert c["num_warps"] in (4, 8, 16) and c["XBLOCK"] >= 1
+    # small launches: a row per program, 4 values a thread up to 16 warps (768: 8 warps, as Inductor's)
+    assert triton_aot.small_config(768) == dict(kernel="rows", RBLOCK=1024, XBLOCK=1, num_warps=8)
+    assert triton_aot.small_config(100) == dict(kernel="rows", RBLOCK=128, XBLOCK=1, num_warps=4)
+    assert triton_aot.small_config(8192)["num_warps"] == 16 and triton_aot.small_config(8193)["kernel"] == "looped"
 
 
 def test_the_embedded_table_compiles(tmp_path):
@@ -102,13 +111,14 @@ def test_the_embedded_table_compiles(tmp_path):
     manifest = triton_aot.build(tmp_path, archs=(90,), forms=("rms_norm", "skip_layer_norm"), dtypes=("float16",),
                                 hiddens=(768,))
     cpp = tmp_path / "cubins_triton.cpp"
-    picked = {"sm_90": {triton_aot.key("rms_norm", "float16", 768): {}}, "sm_80": {triton_aot.key("skip_layer_norm", "float16", 768): {}}}
+    picked = {"sm_90": {triton_aot.key("rms_norm", "float16", 768): {}, triton_aot.key("skip_layer_norm", "float16", 768, True): {}},
+              "sm_80": {triton_aot.key("skip_layer_norm", "float16", 768): {}}}
     triton_aot.emit_cpp(manifest, tmp_path, cpp, picked)
     text = cpp.read_text()
-    assert "const int32_t kCubinCount = 2;" in text and text.count("kCubinSkipNorm, ") == 2
-    # {op, form, dtype, hidden, arch, xblock, warps, shared, picked, ...}: only the sm_90 pick is picked
-    entries = re.findall(r"\{kCubinSkipNorm, (\d+), 1, 768, 90, \d+, \d+, \d+, (\d), ", text)
-    assert sorted(entries) == [("1", "1"), ("2", "0")]
+    assert "const int32_t kCubinCount = 4;" in text and text.count("kCubinSkipNorm, ") == 4
+    # {op, form, dtype, hidden, small, arch, xblock, warps, shared, picked, ...}: only the sm_90 picks are picked
+    entries = re.findall(r"\{kCubinSkipNorm, (\d+), 1, 768, (\d), 90, \d+, \d+, \d+, (\d), ", text)
+    assert sorted(entries) == [("1", "0", "1"), ("1", "1", "0"), ("2", "0", "0"), ("2", "1", "1")]
     done = subprocess.run([nvcc, "-std=c++17", f"-I{ROOT / 'plugin_src' / 'cubins'}", "-c", str(cpp), "-o",
                            str(tmp_path / "cubins_triton.o")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -121,7 +131,8 @@ def test_a_measured_table_overrides_the_rule_and_candidates_compile(tmp_path):
     table = {triton_aot.key("rms_norm", "float16", 768): cfg}
     assert triton_aot.config(768, "float16", "rms_norm", table) == cfg
     assert triton_aot.config(768, "float16", "layer_norm", table) == triton_aot.config(768, "float16")
-    (m,) = triton_aot.build(tmp_path, archs=(90,), forms=("rms_norm",), dtypes=("float16",), hiddens=(768,), table=table)
+    (m,) = triton_aot.build(tmp_path, archs=(90,), forms=("rms_norm",), dtypes=("float16",), hiddens=(768,), table=table,
+                            small=False)
     assert (m["kernel"], m["RBLOCK"], m["num_warps"]) == ("looped", 1024, 4)
     mod = triton_aot.kernels()
     for hidden in (768, 16384):
@@ -137,27 +148,42 @@ def test_picks_are_the_measured_wins_and_the_committed_table_is_the_committed_ru
             dict(form="rms_norm", dtype="float16", hidden=1024, aot_us=9.95, ours_us=10.0),  # within the margin
             dict(form="layer_norm", dtype="float32", hidden=768, mismatch="no cubin for this device in the library")]
     assert triton_aot.picks(rows, 90) == {"sm_90": {"rms_norm/float16/768": {"aot_us": 9.8, "ours_us": 10.0}}}
-    # plugin_src/ops/skip_norm/triton_picks.json is picks() of the run committed beside the benchmarks
-    run = json.loads((ROOT / "benchmarks" / "triton_aot" / "triton_aot.json").read_text())
-    assert json.loads(triton_aot.PICKS.read_text()) == triton_aot.picks(run, 90)
+    # plugin_src/ops/skip_norm/triton_picks.json is picks() of the run committed beside the benchmarks, with
+    # small_picks() of the small-launch run where one is committed
+    runs = ROOT / "benchmarks" / "triton_aot"
+    want = triton_aot.picks(json.loads((runs / "triton_aot.json").read_text()), 90)
+    if (runs / "triton_aot_small.json").is_file():
+        want["sm_90"] = dict(sorted({**want["sm_90"], **triton_aot.small_picks(
+            json.loads((runs / "triton_aot_small.json").read_text()), 90)["sm_90"]}.items()))
+    assert json.loads(triton_aot.PICKS.read_text()) == want
+
+
+def test_small_picks_win_at_every_row_count():
+    row = lambda h, n, aot, ours: dict(form="layer_norm", dtype="float16", hidden=h, rows=n, aot_us=aot, ours_us=ours)  # noqa: E731
+    rows = [row(768, 1, 1.6, 2.0), row(768, 64, 1.8, 2.2),    # both faster: picked (the slower of the two kept)
+            row(4096, 1, 2.0, 2.4), row(4096, 64, 2.7, 2.7),  # level at 64 rows: not picked
+            dict(form="rms_norm", dtype="float16", hidden=768, mismatch="no cubin for this device in the library")]
+    assert triton_aot.small_picks(rows, 90) == {"sm_90": {"small/layer_norm/float16/768": {"aot_us": 1.8, "ours_us": 2.2}}}
 
 
 def test_the_embedded_table_is_sorted_as_find_cubin_searches_it(tmp_path):
-    """findCubin binary-searches kCubins by (arch, op, form, dtype, hidden): emit_cpp writes it in that
-    order whatever order the manifest is in."""
+    """findCubin binary-searches kCubins by (arch, op, form, dtype, hidden, small): emit_cpp writes it in
+    that order whatever order the manifest is in."""
     manifest = []
     for i, (arch, form, dtype, hidden) in enumerate([(90, "skip_rms_norm", "float16", 768), (80, "layer_norm", "float32", 4096),
                                                      (90, "layer_norm", "bfloat16", 768), (90, "layer_norm", "float32", 16384),
                                                      (90, "layer_norm", "float32", 768), (80, "rms_norm", "float16", 768)]):
         (tmp_path / f"c{i}.cubin").write_bytes(bytes([i]))
-        manifest.append(dict(form=form, dtype=dtype, hidden=hidden, arch=f"sm_{arch}", XBLOCK=1, num_warps=4, shared=0,
-                             symbol=f"s{i}", cubin=f"c{i}.cubin"))
+        manifest.append(dict(form=form, dtype=dtype, hidden=hidden, small=int(i == 4), arch=f"sm_{arch}", XBLOCK=1,
+                             num_warps=4, shared=0, symbol=f"s{i}", cubin=f"c{i}.cubin"))
+    manifest.append({**manifest[4], "small": 0, "symbol": "s6"})  # layer_norm float32 768 sm_90 for large launches
     cpp = tmp_path / "t.cpp"
     triton_aot.emit_cpp(manifest, tmp_path, cpp)
-    rows = re.findall(r"\{kCubinSkipNorm, (\d+), (\d+), (\d+), (\d+), ", cpp.read_text())
-    keys = [(int(a), int(f), int(d), int(h)) for f, d, h, a in rows]
-    assert keys == sorted(keys) and len(keys) == 6
-    assert keys[0] == (80, 0, 0, 4096) and keys[-1] == (90, 3, 1, 768)
+    rows = re.findall(r"\{kCubinSkipNorm, (\d+), (\d+), (\d+), (\d), (\d+), ", cpp.read_text())
+    keys = [(int(a), int(f), int(d), int(h), int(sm)) for f, d, h, sm, a in rows]
+    assert keys == sorted(keys) and len(keys) == 7
+    assert keys[0] == (80, 0, 0, 4096, 0) and keys[-1] == (90, 3, 1, 768, 0)
+    assert keys[2:4] == [(90, 0, 0, 768, 0), (90, 0, 0, 768, 1)]
 
 
 def test_find_cubin_finds_each_entry_of_a_sorted_table(tmp_path):
@@ -172,17 +198,18 @@ def test_find_cubin_finds_each_entry_of_a_sorted_table(tmp_path):
 #include <cstdio>
 namespace trtp {
 const unsigned char k[1] = {0};
-const Cubin kCubins[4] = {{0, 0, 1, 768, 0, 1, 4, 0, 1, "a", k, 1}, {0, 0, 1, 4096, 0, 1, 4, 0, 0, "b", k, 1},
-                          {0, 1, 0, 768, 0, 1, 4, 0, 0, "c", k, 1}, {0, 3, 2, 16384, 0, 1, 4, 0, 1, "d", k, 1}};
-const int32_t kCubinCount = 4;
+const Cubin kCubins[5] = {{0, 0, 1, 768, 0, 0, 1, 4, 0, 1, "a", k, 1}, {0, 0, 1, 768, 1, 0, 1, 8, 0, 0, "s", k, 1},
+                          {0, 0, 1, 4096, 0, 0, 1, 4, 0, 0, "b", k, 1}, {0, 1, 0, 768, 0, 0, 1, 4, 0, 0, "c", k, 1},
+                          {0, 3, 2, 16384, 0, 0, 1, 4, 0, 1, "d", k, 1}};
+const int32_t kCubinCount = 5;
 }
 int main() {
     using trtp::findCubin;
-    const trtp::Cubin* hits[4] = {findCubin(0, 0, 1, 768), findCubin(0, 0, 1, 4096), findCubin(0, 1, 0, 768),
-                                  findCubin(0, 3, 2, 16384)};
+    const trtp::Cubin* hits[5] = {findCubin(0, 0, 1, 768), findCubin(0, 0, 1, 768, true), findCubin(0, 0, 1, 4096),
+                                  findCubin(0, 1, 0, 768), findCubin(0, 3, 2, 16384)};
     for (const auto* h : hits) std::printf("%s ", h ? h->symbol : "-");
-    std::printf("| %d %d %d\n", findCubin(0, 0, 1, 1024) == nullptr, findCubin(0, 2, 1, 768) == nullptr,
-                findCubin(1, 0, 1, 768) == nullptr);
+    std::printf("| %d %d %d %d\n", findCubin(0, 0, 1, 1024) == nullptr, findCubin(0, 2, 1, 768) == nullptr,
+                findCubin(1, 0, 1, 768) == nullptr, findCubin(0, 0, 1, 4096, true) == nullptr);
 }
 ''')
     exe = tmp_path / "find"
@@ -191,4 +218,4 @@ int main() {
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert out.stdout.split() == ["a", "b", "c", "d", "|", "1", "1", "1"], out
+    assert out.stdout.split() == ["a", "s", "b", "c", "d", "|", "1", "1", "1", "1"], out

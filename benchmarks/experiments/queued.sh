@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: cltrim, ab, gnsrc, torch; run 8 on 2026-12-06 ran focus, picks, windows (the row
+# Steps (next: cltrim, smallaot, ab, gnsrc, torch; run 8 on 2026-12-06 ran focus, picks, windows (the row
 # split, since committed), smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2
 # and torch). .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -32,6 +32,9 @@
 #   gnsrc    ncu per SASS instruction (executed, stall samples) of the resident GroupNorm kernel: channels-last at
 #            SD batch 2 and at 1x1280x8x8 (14 us for 0.2 MB in run 3), channels-first at 1x1280x8x8, the
 #            whole-group windows channels-last at 2x1280x8x8
+#   smallaot the small-launch AOT cubins (one row per program, 4 values a thread) timed beside ours at 1 and 64
+#            rows, every form, dtype and hidden size: $OUT/triton_aot_small.json, to commit beside the benchmarks
+#            with triton_picks.json merged with $OUT/triton_picks_small.json; then 8 points beside the compile
 #   autotune the configurations of every form, dtype and hidden size (triton ran FP16 at 768/4096/16384):
 #            $OUT/triton_configs.json, to commit as plugin_src/ops/skip_norm/triton_configs.json before triton
 set -uo pipefail
@@ -125,6 +128,12 @@ case ${1:-} in
           aot_library
           timeout 480 \
             python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" ;;
+  smallaot) aot_library # each shape's small-launch cubin (triton_aot.small_config) beside ours at 1 and 64 rows
+            timeout 300 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --no-compile \
+              > "$OUT/small.log" 2>&1; tail -2 "$OUT/small.log"; grep -c "| ok |" "$OUT/triton_aot_small.md"
+            mkdir -p "$OUT/compile" # and beside the compile where run 8 timed it
+            timeout 150 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/compile" --rows 1 64 --hiddens 768 4096 \
+              --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/compile.log" 2>&1; grep "^|" "$OUT/compile.log" ;;
   autotune) timeout 560 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 32 \
               > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log" ;;
   picks) aot_library
@@ -135,7 +144,7 @@ case ${1:-} in
          # small launches: the AOT kernels beside ours and the compile (issue 34: within 0.2 us of it)
          timeout 240 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --hiddens 768 4096 \
            --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; tail -50 "$OUT/small.log" | grep "^|" ;;
-  *) sed -n '2,36p' "$0"; exit 2 ;;
+  *) sed -n '2,39p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text

@@ -3,7 +3,9 @@ embedded in the kernel library (cmake -DTRTPLUGINS_TRITON_AOT=ON), run through t
 launch (SkipNorm variant kSkipNormAotVariant: no Triton at run time), checked against the eager chain
 and timed beside our CUDA kernels (their pick), the launch's own choice (the AOT kernel where
 triton_picks.json picks it), the max-autotune compile and a copy (CUDA-graph medians,
-scripts/bench_timing.py). Writes OUT/triton_aot.json and .md, and OUT/triton_picks.json (picks()).
+scripts/bench_timing.py). Writes OUT/triton_aot.json and .md, and OUT/triton_picks.json (picks()); with
+--rows (small launches, where the launch takes each shape's small-launch cubin) triton_aot_small.json and
+.md and OUT/triton_picks_small.json (small_picks()): the committed triton_picks.json holds both.
 
     python benchmarks/experiments/triton_aot_check.py --autotune plugin_src/ops/skip_norm/triton_configs.json
     cmake -S plugin_src -B build-aot -DTRTPLUGINS_TRITON_AOT=ON -DTRTPLUGINS_BUILD_KERNELS=ON ... && cmake --build build-aot
@@ -91,7 +93,7 @@ def main(argv=None) -> int:
     p.add_argument("--forms", nargs="+", default=list(triton_aot.FORMS), choices=list(triton_aot.FORMS))
     p.add_argument("--dtypes", nargs="+", default=list(triton_aot.DTYPES), choices=list(triton_aot.DTYPES))
     p.add_argument("--rows", type=int, nargs="+", metavar="N",
-                   help="small launches: these row counts instead of --mib's tensors (writes triton_aot_small.*, no picks)")
+                   help="small launches: these row counts instead of --mib's tensors (writes triton_aot_small.*)")
     p.add_argument("--no-compile", dest="compile", action="store_false")
     p.add_argument("--autotune", type=Path, metavar="JSON",
                    help="only time every candidate configuration as Triton JIT kernels; write the fastest here")
@@ -133,10 +135,10 @@ def main(argv=None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     name = "triton_aot_small" if a.rows else "triton_aot"
     (a.out / f"{name}.json").write_text(json.dumps(rows_out, indent=1) + "\n")
-    if not a.rows:
-        major, minor = torch.cuda.get_device_capability()
-        picks = triton_aot.picks(rows_out, 10 * major + minor)  # -> plugin_src/ops/skip_norm/triton_picks.json
-        (a.out / "triton_picks.json").write_text(json.dumps(picks, indent=1) + "\n")
+    major, minor = torch.cuda.get_device_capability()
+    pick = triton_aot.small_picks if a.rows else triton_aot.picks  # -> plugin_src/ops/skip_norm/triton_picks.json
+    (a.out / f"triton_picks{'_small' if a.rows else ''}.json").write_text(
+        json.dumps(pick(rows_out, 10 * major + minor), indent=1) + "\n")
     lines = ["| form | dtype | hidden | rows | AOT us | ours us | picked us | compile us | copy us | AOT % of copy | check |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     nan = float("nan")

@@ -31,10 +31,10 @@ int32_t archOf(int dev) {
 
 } // namespace
 
-const Cubin* findCubin(int32_t op, int32_t form, int32_t dtype, int64_t hidden) noexcept {
+const Cubin* findCubin(int32_t op, int32_t form, int32_t dtype, int64_t hidden, bool small) noexcept {
     if (kCubinCount == 0) return nullptr;
-    const auto key = [](const Cubin& c) { return std::make_tuple(c.arch, c.op, c.form, c.dtype, c.hidden); };
-    const auto want = std::make_tuple(perDevice<int32_t>(archOf), op, form, dtype, hidden);
+    const auto key = [](const Cubin& c) { return std::make_tuple(c.arch, c.op, c.form, c.dtype, c.hidden, c.small); };
+    const auto want = std::make_tuple(perDevice<int32_t>(archOf), op, form, dtype, hidden, int32_t(small));
     const Cubin* end = kCubins + kCubinCount;
     const Cubin* c = std::lower_bound(kCubins, end, want, [&](const Cubin& a, const auto& w) { return key(a) < w; });
     return c != end && key(*c) == want ? c : nullptr;

@@ -14,6 +14,7 @@ struct Cubin {
     int32_t form;      // the op's form (SkipNorm: CubinSkipNormForm)
     int32_t dtype;     // DType of the I/O
     int64_t hidden;    // the size it was compiled for
+    int32_t small;     // 1: for launches of few rows (triton_aot.py small_config), 0: for large ones
     int32_t arch;      // SM version, e.g. 90
     int32_t xblock;    // rows per program: grid = ceil(rows / xblock)
     int32_t warps;     // block = 32 * warps threads
@@ -28,12 +29,12 @@ enum CubinOp : int32_t { kCubinSkipNorm = 0 };
 // triton_aot.py FORMS, in its order
 enum CubinSkipNormForm : int32_t { kCubinLayerNorm = 0, kCubinRmsNorm = 1, kCubinSkipLayerNorm = 2, kCubinSkipRmsNorm = 3 };
 
-// Sorted by (arch, op, form, dtype, hidden), as findCubin searches it.
+// Sorted by (arch, op, form, dtype, hidden, small), as findCubin searches it.
 extern const Cubin kCubins[];
 extern const int32_t kCubinCount;
 
-// The cubin for (op, form, dtype, hidden) built for the current device's architecture; nullptr if none.
-const Cubin* findCubin(int32_t op, int32_t form, int32_t dtype, int64_t hidden) noexcept;
+// The cubin for (op, form, dtype, hidden, small) built for the current device's architecture; nullptr if none.
+const Cubin* findCubin(int32_t op, int32_t form, int32_t dtype, int64_t hidden, bool small = false) noexcept;
 
 // Launches c with its parameters `args` (pointers to each value, in order; the two scratch pointers
 // Triton appends are added here) over `grid` programs. Never throws.

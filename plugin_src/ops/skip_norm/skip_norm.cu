@@ -19,18 +19,20 @@ CubinSkipNormForm aotForm(Norm norm, bool skip) {
     return norm == Norm::kLayer ? (skip ? kCubinSkipLayerNorm : kCubinLayerNorm) : (skip ? kCubinSkipRmsNorm : kCubinRmsNorm);
 }
 
-// The AOT cubin for this launch, where its form matches the arguments exactly (see kSkipNormAotVariant).
-const Cubin* aotCubin(DType dt, const SkipNormArgs& a, bool aligned) {
+// The AOT cubin for this launch, where its form matches the arguments exactly (see kSkipNormAotVariant):
+// a small launch's own cubin where the build has one.
+const Cubin* aotCubin(DType dt, const SkipNormArgs& a, bool aligned, bool small) {
     const bool skip = a.skip != nullptr;
     if (!aligned || a.bias || a.rows > INT32_MAX || (skip && a.skipRows && a.skipRows < a.rows)) return nullptr;
     if ((a.norm == Norm::kLayer) != (a.beta != nullptr) || skip != (a.sum != nullptr)) return nullptr;
-    return findCubin(kCubinSkipNorm, aotForm(a.norm, skip), int32_t(dt), a.hidden);
+    const Cubin* few = small ? findCubin(kCubinSkipNorm, aotForm(a.norm, skip), int32_t(dt), a.hidden, true) : nullptr;
+    return few ? few : findCubin(kCubinSkipNorm, aotForm(a.norm, skip), int32_t(dt), a.hidden);
 }
 
-// Where the AOT kernel measured faster than the hand-written ones (triton_picks.json; measured on large
-// launches with FP32 weights: the plugin picks it there only).
-bool aotPicked(DType dt, Norm norm, bool skip, int64_t hidden) {
-    const Cubin* c = findCubin(kCubinSkipNorm, aotForm(norm, skip), int32_t(dt), hidden);
+// Where the AOT kernel measured faster than the hand-written ones (triton_picks.json; measured with FP32
+// weights: the plugin picks it there only; small launches by their own cubin's measurement).
+bool aotPicked(DType dt, Norm norm, bool skip, int64_t hidden, bool small) {
+    const Cubin* c = findCubin(kCubinSkipNorm, aotForm(norm, skip), int32_t(dt), hidden, small);
     return c && c->picked;
 }
 
@@ -48,7 +50,7 @@ cudaError_t launchAot(const Cubin& c, const SkipNormArgs& a, cudaStream_t stream
 } // namespace
 
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
-    if (!small && !ioWeights && aotPicked(dt, norm, skip, hidden)) return kSkipNormAotVariant;
+    if (!ioWeights && aotPicked(dt, norm, skip, hidden, small)) return kSkipNormAotVariant;
     return skipNormCudaVariant(dt, norm, skip, hidden, ioWeights, small);
 }
 
@@ -104,8 +106,8 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     int32_t v = small ? args.smallVariant : args.variant;
     // the AOT kernel when configured, or (no variant) where measured faster, and this launch's form has one
     const bool aot = v == kSkipNormAotVariant;
-    if (aot || (v < 0 && !small && !args.gammaIo)) {
-        const Cubin* c = aotCubin(dt, args, vec);
+    if (aot || (v < 0 && !args.gammaIo)) {
+        const Cubin* c = aotCubin(dt, args, vec, small);
         if (c && (aot || c->picked)) return launchAot(*c, args, stream);
         if (aot) v = -1; // none for this launch: the pick
     }
