@@ -20,7 +20,7 @@ CubinSkipNormForm aotForm(Norm norm, bool skip) {
 }
 
 // The AOT cubin for this launch, where its form matches the arguments exactly (see kSkipNormAotVariant):
-// a small launch's own cubin where the build has one.
+// a small launch's own cubin where the build has one (else the large launches' one: forced, not picked).
 const Cubin* aotCubin(DType dt, const SkipNormArgs& a, bool aligned, bool small) {
     const bool skip = a.skip != nullptr;
     if (!aligned || a.bias || a.rows > INT32_MAX || (skip && a.skipRows && a.skipRows < a.rows)) return nullptr;
@@ -108,7 +108,7 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     const bool aot = v == kSkipNormAotVariant;
     if (aot || (v < 0 && !args.gammaIo)) {
         const Cubin* c = aotCubin(dt, args, vec, small);
-        if (c && (aot || c->picked)) return launchAot(*c, args, stream);
+        if (c && (aot || (c->picked && bool(c->small) == small))) return launchAot(*c, args, stream);
         if (aot) v = -1; // none for this launch: the pick
     }
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
