@@ -13,7 +13,7 @@ GPU) where it has the shape, else a rule. Each shape also has a cubin for small 
 one row per program, 4 values a thread, as Inductor compiles a launch of a few rows), which a launch of
 few elements (skipNormSmall) takes. Where the plugin runs them: ops/skip_norm/triton_picks.json, the
 (form, dtype, hidden) points per architecture where they measured faster than the hand-written kernels
-(`picks()`, written by triton_aot_check.py; keys "small/..." for the small-launch cubins, `small_picks()`);
+(`picks()`, written by triton_aot_check.py; keys "small/..." for the small-launch cubins);
 elsewhere they are built but only run when asked for."""
 
 from __future__ import annotations
@@ -177,20 +177,14 @@ def build(out: Path, archs=ARCHS, forms=tuple(FORMS), dtypes=tuple(DTYPES), hidd
     return manifest
 
 
-def picks(rows: list[dict], arch: int, margin: float = 0.99) -> dict:
+def picks(rows: list[dict], arch: int, margin: float = 0.99, small: bool = False) -> dict:
     """Where the AOT kernel beat the hand-written ones (time below `margin` x theirs) in a measured run
-    (triton_aot_check.py's rows: aot_us and ours_us per form, dtype, hidden): {"sm_<arch>": {key: times}}."""
-    won = {key(r["form"], r["dtype"], r["hidden"]): dict(aot_us=round(r["aot_us"], 2), ours_us=round(r["ours_us"], 2))
-           for r in rows if r.get("aot_us") and r.get("ours_us") and r["aot_us"] < margin * r["ours_us"]}
-    return {f"sm_{arch}": dict(sorted(won.items()))}
-
-
-def small_picks(rows: list[dict], arch: int, margin: float = 0.99) -> dict:
-    """picks() of a small-launch run (triton_aot_check.py --rows): a shape's small cubin where it beat
-    the hand-written kernels at every row count measured, keyed key(..., small=True)."""
+    (triton_aot_check.py's rows: aot_us and ours_us per form, dtype, hidden): {"sm_<arch>": {key: times}}.
+    small: a small-launch run (--rows), keyed key(..., small=True), a shape won where it won at every row
+    count measured (the slower times kept)."""
     by: dict[str, list[dict]] = {}
     for r in rows:
-        by.setdefault(key(r["form"], r["dtype"], r["hidden"], small=True), []).append(r)
+        by.setdefault(key(r["form"], r["dtype"], r["hidden"], small), []).append(r)
     won = {k: dict(aot_us=round(max(r["aot_us"] for r in rs), 2), ours_us=round(max(r["ours_us"] for r in rs), 2))
            for k, rs in by.items()
            if all(r.get("aot_us") and r.get("ours_us") and r["aot_us"] < margin * r["ours_us"] for r in rs)}

@@ -149,12 +149,12 @@ def test_picks_are_the_measured_wins_and_the_committed_table_is_the_committed_ru
             dict(form="layer_norm", dtype="float32", hidden=768, mismatch="no cubin for this device in the library")]
     assert triton_aot.picks(rows, 90) == {"sm_90": {"rms_norm/float16/768": {"aot_us": 9.8, "ours_us": 10.0}}}
     # plugin_src/ops/skip_norm/triton_picks.json is picks() of the run committed beside the benchmarks, with
-    # small_picks() of the small-launch run where one is committed
+    # picks(small=True) of the small-launch run where one is committed
     runs = ROOT / "benchmarks" / "triton_aot"
     want = triton_aot.picks(json.loads((runs / "triton_aot.json").read_text()), 90)
     if (runs / "triton_aot_small.json").is_file():
-        want["sm_90"] = dict(sorted({**want["sm_90"], **triton_aot.small_picks(
-            json.loads((runs / "triton_aot_small.json").read_text()), 90)["sm_90"]}.items()))
+        want["sm_90"] = dict(sorted({**want["sm_90"], **triton_aot.picks(
+            json.loads((runs / "triton_aot_small.json").read_text()), 90, small=True)["sm_90"]}.items()))
     assert json.loads(triton_aot.PICKS.read_text()) == want
 
 
@@ -163,7 +163,7 @@ def test_small_picks_win_at_every_row_count():
     rows = [row(768, 1, 1.6, 2.0), row(768, 64, 1.8, 2.2),    # both faster: picked (the slower of the two kept)
             row(4096, 1, 2.0, 2.4), row(4096, 64, 2.7, 2.7),  # level at 64 rows: not picked
             dict(form="rms_norm", dtype="float16", hidden=768, mismatch="no cubin for this device in the library")]
-    assert triton_aot.small_picks(rows, 90) == {"sm_90": {"small/layer_norm/float16/768": {"aot_us": 1.8, "ours_us": 2.2}}}
+    assert triton_aot.picks(rows, 90, small=True) == {"sm_90": {"small/layer_norm/float16/768": {"aot_us": 1.8, "ours_us": 2.2}}}
 
 
 def test_the_embedded_table_is_sorted_as_find_cubin_searches_it(tmp_path):

@@ -5,7 +5,7 @@ and timed beside our CUDA kernels (their pick), the launch's own choice (the AOT
 triton_picks.json picks it), the max-autotune compile and a copy (CUDA-graph medians,
 scripts/bench_timing.py). Writes OUT/triton_aot.json and .md, and OUT/triton_picks.json (picks()); with
 --rows (small launches, where the launch takes each shape's small-launch cubin) triton_aot_small.json and
-.md and OUT/triton_picks_small.json (small_picks()): the committed triton_picks.json holds both.
+.md and OUT/triton_picks_small.json (picks(small=True)): the committed triton_picks.json holds both.
 
     python benchmarks/experiments/triton_aot_check.py --autotune plugin_src/ops/skip_norm/triton_configs.json
     cmake -S plugin_src -B build-aot -DTRTPLUGINS_TRITON_AOT=ON -DTRTPLUGINS_BUILD_KERNELS=ON ... && cmake --build build-aot
@@ -136,9 +136,8 @@ def main(argv=None) -> int:
     name = "triton_aot_small" if a.rows else "triton_aot"
     (a.out / f"{name}.json").write_text(json.dumps(rows_out, indent=1) + "\n")
     major, minor = torch.cuda.get_device_capability()
-    pick = triton_aot.small_picks if a.rows else triton_aot.picks  # -> plugin_src/ops/skip_norm/triton_picks.json
-    (a.out / f"triton_picks{'_small' if a.rows else ''}.json").write_text(
-        json.dumps(pick(rows_out, 10 * major + minor), indent=1) + "\n")
+    picks = triton_aot.picks(rows_out, 10 * major + minor, small=bool(a.rows))  # -> ops/skip_norm/triton_picks.json
+    (a.out / f"triton_picks{'_small' if a.rows else ''}.json").write_text(json.dumps(picks, indent=1) + "\n")
     lines = ["| form | dtype | hidden | rows | AOT us | ours us | picked us | compile us | copy us | AOT % of copy | check |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     nan = float("nan")
