@@ -22,9 +22,9 @@
 #   smallncu ncu of our small LayerNorm launches (1x768, 64x768, 1x4096, FP16) beside the compiled kernel
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
-#   cltrim   the pending cl_trim.patch (ab.py PENDING: the channels-last kernel's fixed work trimmed, a
-#            pack's group statistics loaded once where the pack is one group, divisions by FastDiv): A/B of
-#            the quick GroupNorm benchmark, then the resident GPU tests through the patched library
+#   cltrim   the pending cl_trim.patch (ab.py PENDING: the channels-last kernel's fixed work trimmed: the
+#            pad as a count, a pack's group statistics from two loads, divisions by FastDiv): A/B of the
+#            quick GroupNorm benchmark, then the resident GPU tests through the patched library
 #   focus    with little device time left: the GroupNorm and trtplugins.torch GPU tests, the GroupNorm
 #            sanitizers, a short gn and gnsrc
 #   gnq      a short gn (9 shapes, FP16, no compile) then gnsrc, where the budget is short
