@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: cltrim, smallaot, ab, gnsrc, torch; run 8 on 2026-12-06 ran focus, picks, windows (the row
+# Steps (next: cltrim, smallaot, clfold, ab, gnsrc, torch; run 8 on 2026-12-06 ran focus, picks, windows (the row
 # split, since committed), smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2
 # and torch). .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -24,7 +24,9 @@
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
 #   cltrim   the pending cl_trim.patch (ab.py PENDING: the channels-last kernel's fixed work trimmed: the
 #            pad as a count, a pack's group statistics from two loads, divisions by FastDiv): A/B of the
-#            quick GroupNorm benchmark, then the resident GPU tests through the patched library
+#            quick GroupNorm benchmark against the tree, then the channels-last GPU tests through it
+#   clfold   cl_fold.patch on top of it (y = v * scale + shift, PyTorch's form: 1 FMA an element, not 3),
+#            the same against cl_trim alone
 #   focus    with little device time left: the GroupNorm and trtplugins.torch GPU tests, the GroupNorm
 #            sanitizers, a short gn and gnsrc
 #   gnq      a short gn (9 shapes, FP16, no compile) then gnsrc, where the budget is short
@@ -77,12 +79,14 @@ case ${1:-} in
           $gn_launch $layout 2 320 64 64 > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  cltrim) # the pending GroupNorm patch: base and patched libraries timed in turn (quick benchmark, FP16), then
-          # the resident GPU tests through the patched library
+  cltrim|clfold) # a pending GroupNorm patch against what it builds on (cltrim: cl_trim against the tree; clfold:
+          # cl_trim + cl_fold against cl_trim), timed in turn (quick benchmark, FP16), then the channels-last
+          # GPU tests through the patched library
+          if [ "$1" = cltrim ]; then sets="cl_trim" lib=cl_trim; else sets="--no-base cl_trim cl_trim+cl_fold" lib=cl_trim+cl_fold; fi
           SETUP_ONLY=1 bash $batch
-          timeout 420 python3 benchmarks/experiments/ab.py cl_trim --bench group_norm --repeat 2 --timeout 120 -- \
+          timeout 420 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
             --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|cl |whole|windows" "$OUT/ab.log" | tail -45
-          TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cl_trim/libtrtplugins_kernels.so timeout 150 python3 -m pytest -m gpu \
+          TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-$lib/libtrtplugins_kernels.so timeout 140 python3 -m pytest -m gpu \
             tests/gpu -q -p no:cacheprovider -k "test_group_norm_channels_last_gpu and not plugin" > "$OUT/gpu_tests.log" 2>&1
           tail -3 "$OUT/gpu_tests.log" ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
@@ -144,7 +148,7 @@ case ${1:-} in
          # small launches: the AOT kernels beside ours and the compile (issue 34: within 0.2 us of it)
          timeout 240 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --hiddens 768 4096 \
            --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; tail -50 "$OUT/small.log" | grep "^|" ;;
-  *) sed -n '2,39p' "$0"; exit 2 ;;
+  *) sed -n '2,41p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
