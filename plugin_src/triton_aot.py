@@ -19,6 +19,7 @@ elsewhere they are built but only run when asked for."""
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -54,8 +55,9 @@ def _module(name: str, path: Path):
     return mod
 
 
+@functools.cache
 def kernels():
-    """The SkipNorm Triton module."""
+    """The SkipNorm Triton module (loaded once per process)."""
     return _module("skip_norm_triton", HERE / "ops" / "skip_norm" / "skip_norm_triton.py")
 
 

@@ -57,6 +57,13 @@ aot_library() {
     cmake --build build-aot -j "$(nproc)" --target trtplugins_kernels >> "$OUT/build.log" || { tail -20 "$OUT/build.log"; exit 1; }
   export TRTPLUGINS_KERNELS_LIB=$PWD/build-aot/libtrtplugins_kernels.so
 }
+# Small launches (1 and 64 rows, FP16 LayerNorm and skip+LayerNorm at 768 and 4096): the AOT kernels beside ours
+# and the max-autotune compile (issue 34: within 0.2 us of it), into DIR (small.log, triton_aot_small.*)
+small_beside_compile() { # DIR SECONDS
+  mkdir -p "$1"
+  timeout "$2" python3 benchmarks/experiments/triton_aot_check.py --out "$1" --rows 1 64 --hiddens 768 4096 \
+    --dtypes float16 --forms layer_norm skip_layer_norm > "$1/small.log" 2>&1; grep "^|" "$1/small.log"
+}
 gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
 case ${1:-} in
   tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
@@ -135,9 +142,7 @@ case ${1:-} in
   smallaot) aot_library # each shape's small-launch cubin (triton_aot.small_config) beside ours at 1 and 64 rows
             timeout 300 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --no-compile \
               > "$OUT/small.log" 2>&1; tail -2 "$OUT/small.log"; grep -c "| ok |" "$OUT/triton_aot_small.md"
-            mkdir -p "$OUT/compile" # and beside the compile where run 8 timed it
-            timeout 150 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/compile" --rows 1 64 --hiddens 768 4096 \
-              --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/compile.log" 2>&1; grep "^|" "$OUT/compile.log" ;;
+            small_beside_compile "$OUT/compile" 150 ;; # and beside the compile where run 8 timed it
   autotune) timeout 560 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 32 \
               > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log" ;;
   picks) aot_library
@@ -145,9 +150,7 @@ case ${1:-} in
            > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
            --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log"
-         # small launches: the AOT kernels beside ours and the compile (issue 34: within 0.2 us of it)
-         timeout 240 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --hiddens 768 4096 \
-           --dtypes float16 --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; tail -50 "$OUT/small.log" | grep "^|" ;;
+         small_beside_compile "$OUT" 240 ;;
   *) sed -n '2,41p' "$0"; exit 2 ;;
 esac
 status=$?
