@@ -2,9 +2,11 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: cltrim, smallaot, clfold, ab, gnsrc, torch; run 8 on 2026-12-06 ran focus, picks, windows (the row
-# split, since committed), smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2
-# and torch). .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
+# Steps (next: land, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot, ab, gn, gnsrc; run 8 focus, picks,
+# windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2 and torch).
+# .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
+#   land     run 9's landings (cl_trim, the small-launch picks): GroupNorm and SkipNorm GPU tests through the AOT
+#            library, the small launches' picked times, the resident GroupNorm under the four sanitizers
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
 #   gn7      run 7's: the channels-first GPU tests (the whole-segment pick), the resident sanitizers, then gn
@@ -18,15 +20,9 @@
 #   unethost where the fused UNet's host time goes (run 5: ~140 us per call of ours inside the model, 26 in
 #            a loop): cProfile and the CUDA runtime calls, eager and eager + fuse
 #   tests2   the plugin adapters' GPU tests (enqueue == bare kernel, both majors and interfaces)
-#   ab       the pending A/B (ab.py PENDING: small_warp, a warp per row for small launches of rows of <= 96 packs)
 #   smallncu ncu of our small LayerNorm launches (1x768, 64x768, 1x4096, FP16) beside the compiled kernel
 #   triton   issue 34's Triton SkipNorm kernels: autotuned, built ahead of time into the kernel library
 #            (sm_90) and run through it: checked, timed beside ours, the max-autotune compile and a copy
-#   cltrim   the pending cl_trim.patch (ab.py PENDING: the channels-last kernel's fixed work trimmed: the
-#            pad as a count, a pack's group statistics from two loads, divisions by FastDiv): A/B of the
-#            quick GroupNorm benchmark against the tree, then the channels-last GPU tests through it
-#   clfold   cl_fold.patch on top of it (y = v * scale + shift, PyTorch's form: 1 FMA an element, not 3),
-#            the same against cl_trim alone
 #   focus    with little device time left: the GroupNorm and trtplugins.torch GPU tests, the GroupNorm
 #            sanitizers, a short gn and gnsrc
 #   gnq      a short gn (9 shapes, FP16, no compile) then gnsrc, where the budget is short
@@ -86,16 +82,6 @@ case ${1:-} in
           $gn_launch $layout 2 320 64 64 > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  cltrim|clfold) # a pending GroupNorm patch against what it builds on (cltrim: cl_trim against the tree; clfold:
-          # cl_trim + cl_fold against cl_trim), timed in turn (quick benchmark, FP16), then the channels-last
-          # GPU tests through the patched library
-          if [ "$1" = cltrim ]; then sets="cl_trim" lib=cl_trim; else sets="--no-base cl_trim cl_trim+cl_fold" lib=cl_trim+cl_fold; fi
-          SETUP_ONLY=1 bash $batch
-          timeout 420 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
-            --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|cl |whole|windows" "$OUT/ab.log" | tail -45
-          TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-$lib/libtrtplugins_kernels.so timeout 140 python3 -m pytest -m gpu \
-            tests/gpu -q -p no:cacheprovider -k "test_group_norm_channels_last_gpu and not plugin" > "$OUT/gpu_tests.log" 2>&1
-          tail -3 "$OUT/gpu_tests.log" ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
            MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=${BENCH_TIMEOUT:-300} bash $batch
@@ -122,8 +108,6 @@ case ${1:-} in
            echo "$case: $(timeout 30 ncu --clock-control none -k regex:residentKernel -c 1 --section SpeedOfLight \
              $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
          done ;;
-  ab) timeout 560 python3 benchmarks/experiments/ab.py small_warp -- --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
-        --hiddens --odd --no-compile > "$OUT/ab.log" 2>&1; tail -40 "$OUT/ab.log" ;;
   smallncu) # small launches (1 and 64 rows) of ours beside the compiled kernel under ncu: where the 0.4 us go
           gpu_library
           for case in "1 768" "64 768" "1 4096"; do
@@ -151,7 +135,14 @@ case ${1:-} in
          timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
            --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log"
          small_beside_compile "$OUT" 240 ;;
-  *) sed -n '2,41p' "$0"; exit 2 ;;
+  land) aot_library # what run 9 landed (cl_trim, the small picks): the GPU tests through the AOT library, the
+        # small launches' picks, then the resident GroupNorm under the sanitizers
+        timeout 200 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "(group_norm or skip_norm) and not plugin and not torch" \
+          > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
+        timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
+          --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
+        TESTS= SANITIZE=group_norm_resident_small MEMCHECK=group_norm_resident SANITIZE_TIMEOUT=70 bash $batch ;;
+  *) sed -n '2,37p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text

@@ -433,6 +433,8 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
             a.widthDiv = FastDiv(uint32_t(pg.width));
             a.packs = int32_t(pg.packs), a.rows = int32_t(pg.rows);
             a.packsDiv = FastDiv(uint32_t(pg.packs > 0 ? pg.packs : 1));
+            a.split = int32_t(a.channels < kThreads ? (kThreads / a.channels < pg.rows ? kThreads / a.channels : pg.rows) : 1);
+            a.windowsDiv = FastDiv(uint32_t(pg.windows)), a.channelsDiv = FastDiv(uint32_t(a.channels));
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
             a.local = local(pg, p);

@@ -73,7 +73,9 @@ template <class T> struct Gn {
     int32_t lstride;             // channels-last: a staged pixel's elements (cstride, or a window's channels)
     int32_t windows;             // channels-last: CTAs per range, each a window of channels (1: all of them)
     int32_t packs, rows;         // channels-last: packs per pixel, pixels per CTA step
+    int32_t split;               // channels-last: threads per channel summing its rows (clGroupSums)
     FastDiv packsDiv, cpgDiv;    // channels-last: a thread's pixel row; a channel's group
+    FastDiv windowsDiv, channelsDiv; // channels-last: a CTA's range; a summing thread's row
     int32_t maxPieces;           // segments a CTA's range meets, at most
     float eps, invCount;         // invCount: 1 / elements per group
     GroupNormSkip skipMode;
@@ -305,16 +307,15 @@ template <bool STREAM, class T, int VEC> __device__ void cfNorm(const Gn<T>& a, 
 template <int VEC> struct Lane {
     int32_t r, c;   // pixel row, first channel
     bool active;
-    uint32_t valid; // bit e: channel c + e < channels (not the pad)
+    int32_t real;   // channels c .. c + real - 1 are not the pad
     template <class T> __device__ __forceinline__ explicit Lane(const Gn<T>& a) {
         r = int32_t(a.packsDiv.div(threadIdx.x));
         c = (int32_t(threadIdx.x) - r * a.packs) * VEC;
         active = r < a.rows;
-        valid = 0;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) valid |= uint32_t(c + e < a.channels) << e;
+        real = min(max(a.channels - c, 0), VEC);
     }
-    __device__ __forceinline__ bool ok(int e) const { return valid >> e & 1; }
+    __device__ __forceinline__ bool ok(int e) const { return e < real; }
+    __device__ __forceinline__ bool whole() const { return real == VEC; } // no pad in the pack
     // Channel c + e, or the last channel for the pad (its values are then not used): always a valid index.
     template <class T> __device__ __forceinline__ int32_t channel(const Gn<T>& a, int e) const {
         return c + e < a.channels ? c + e : a.channels - 1;
@@ -322,6 +323,20 @@ template <int VEC> struct Lane {
     // The group of channel(a, e).
     template <class T> __device__ __forceinline__ int32_t group(const Gn<T>& a, int e) const {
         return int32_t(a.cpgDiv.div(uint32_t(channel(a, e))));
+    }
+    // out[e] = vals[the group of channel(a, e)] (vals: one piece's per-group values): two loads where a
+    // pack meets at most two groups (groups of VEC channels or more: a branch the same in every
+    // thread), else one per channel (and in the narrow kernels, which would spill at 64 registers).
+    template <class T> __device__ __forceinline__ void groupValues(const Gn<T>& a, const float* vals, float (&out)[VEC]) const {
+        if (!kNarrow<T, VEC, GroupNormLayout::kChannelsLast> && a.cpg >= VEC) {
+            const int32_t g0 = group(a, 0), cut = (g0 + 1) * a.cpg;
+            const float v0 = vals[g0], v1 = vals[g0 + 1 < a.groups ? g0 + 1 : g0];
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) out[e] = c + e < cut ? v0 : v1;
+        } else {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) out[e] = vals[group(a, e)];
+        }
     }
 };
 
@@ -375,15 +390,14 @@ template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a
 }
 
 // Sums red[rr * lstride + c] over the rows and the channels of each group g of sample n into its partial
-// (slot of range cta): `split` threads per channel, each over every split-th row (a window's few channels
+// (slot of range cta): a.split threads per channel, each over every split-th row (a window's few channels
 // have many rows), their sums left in rows 0..split-1, then a warp per group over its channels and those.
 template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, int64_t n, int32_t cta) {
-    const int32_t split = a.channels < kThreads ? min(kThreads / a.channels, a.rows) : 1;
-    for (int32_t i = threadIdx.x; i < a.channels * split; i += kThreads) {
-        const int32_t j = i / a.channels, c = i - j * a.channels;
+    for (int32_t i = threadIdx.x; i < a.channels * a.split; i += kThreads) {
+        const int32_t j = int32_t(a.channelsDiv.div(uint32_t(i))), c = i - j * a.channels;
         float2 v = make_float2(0.f, 0.f);
 #pragma unroll 2
-        for (int32_t rr = j; rr < a.rows; rr += split) {
+        for (int32_t rr = j; rr < a.rows; rr += a.split) {
             const float2 r = red[rr * a.lstride + c];
             v.x += r.x, v.y += r.y;
         }
@@ -393,8 +407,8 @@ template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, f
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = kThreads / 32;
     for (int32_t g = warp; g < a.groups; g += nw) {
         float v1 = 0.f, v2 = 0.f;
-        for (int32_t k = lane; k < a.cpg * split; k += 32) {
-            const int32_t j = k / a.cpg;
+        for (int32_t k = lane; k < a.cpg * a.split; k += 32) {
+            const int32_t j = int32_t(a.cpgDiv.div(uint32_t(k)));
             const float2 r = red[j * a.lstride + g * a.cpg + (k - j * a.cpg)];
             v1 += r.x, v2 += r.y;
         }
@@ -409,10 +423,10 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
         const int64_t n = t.first + p;
         float add[VEC], k[VEC], s1[VEC], s2[VEC];
         clAdd(a, l, n, add);
+        l.groupValues(a, t.shift + p * a.groups, k);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            const float ke = t.shift[p * a.groups + l.group(a, e)];
-            k[e] = l.ok(e) ? ke : 0.f;
+            k[e] = l.ok(e) ? k[e] : 0.f;
             s1[e] = s2[e] = 0.f;
         }
         // The pad's sums (garbage) are never read: clGroupSums adds real channels only.
@@ -451,7 +465,7 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
         // else per channel (0 for the pad); then each channel's group's mean and rstd.
         bool loaded = false;
         if constexpr (VEC % 4 == 0) {
-            if (a.weights16 && l.valid == (1u << VEC) - 1) {
+            if (a.weights16 && l.whole()) {
 #pragma unroll
                 for (int e = 0; e < VEC; e += 4) {
                     const float4 g = __ldg(reinterpret_cast<const float4*>(a.gamma + l.c + e));
@@ -468,11 +482,13 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
                 sc[e] = l.ok(e) ? __ldg(a.gamma + l.c + e) : 0.f;
                 sh[e] = l.ok(e) && a.beta ? __ldg(a.beta + l.c + e) : 0.f;
             }
+        float rs[VEC];
+        l.groupValues(a, t.mean + p * a.groups, m);
+        l.groupValues(a, t.rstd + p * a.groups, rs);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
-            const int32_t i = p * a.groups + l.group(a, e);
-            m[e] = l.ok(e) ? t.mean[i] : 0.f;
-            sc[e] *= t.rstd[i];
+            m[e] = l.ok(e) ? m[e] : 0.f;
+            sc[e] *= rs[e];
         }
         // The pad is written as zero: per element only in the lane whose pack holds some (padded).
         const auto walk = [&](auto act, auto padded) {
@@ -495,7 +511,7 @@ template <bool STREAM, class T, int VEC> __device__ void clNorm(const Gn<T>& a, 
         };
         withSilu(a.act, [&](auto act) {
             // (narrow kernels: one walk, the second would spill at 64 registers)
-            if (!kNarrow<T, VEC, GroupNormLayout::kChannelsLast> && l.valid == (1u << VEC) - 1) walk(act, std::false_type{});
+            if (!kNarrow<T, VEC, GroupNormLayout::kChannelsLast> && l.whole()) walk(act, std::false_type{});
             else walk(act, std::true_type{});
         });
     }
@@ -536,7 +552,7 @@ residentKernel(Gn<T> a) {
     bool windowed = false; // this CTA sees a window of each pixel's channels (plans of 16-byte packs)
     if constexpr (kCl && VEC * sizeof(T) == 16) windowed = a.windows > 1;
     if (windowed) {
-        t.cta = int32_t(blockIdx.x) / a.windows;
+        t.cta = int32_t(a.windowsDiv.div(blockIdx.x));
         toWindow(a, int32_t(blockIdx.x) - t.cta * a.windows);
     }
     t.u0 = int64_t(t.cta) * a.per;
