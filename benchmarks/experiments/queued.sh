@@ -2,9 +2,10 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: land, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot, ab, gn, gnsrc; run 8 focus, picks,
+# Steps (next: land, gnbig, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot, ab, gn, gnsrc; run 8 focus, picks,
 # windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
+#   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   land     run 9's landings (cl_trim, the small-launch picks): GroupNorm and SkipNorm GPU tests through the AOT
 #            library, the small launches' picked times, the resident GroupNorm under the four sanitizers
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -98,6 +99,19 @@ case ${1:-} in
           python3 benchmarks/experiments/sass_lines.py "$TRTPLUGINS_KERNELS_LIB" "$OUT/$name.sass.csv" --top 30 \
             > "$OUT/$name.lines.txt" 2>&1; head -1 "$OUT/$name.lines.txt"
         done ;;
+  gnbig) gpu_library # the resident kernel where its range is mostly on chip (34-42 MB: 56-63% of copy where its bytes
+         # allow ~88-95%): ncu with stall samples per source line, channels-first and channels-last
+         for case in "channels_first 1 256 256 256" "channels_last 1 256 256 256" "channels_first 8 640 64 64" \
+                     "channels_first 8 320 64 64"; do
+           set -- $case; name=gnbig_${1}_${2}x${3}x${4}x${5}
+           timeout 100 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
+             --section SpeedOfLight --section MemoryWorkloadAnalysis -o "$OUT/$name" -f $gn_launch $* > "$OUT/$name.log" 2>&1
+           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
+           ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
+           grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued" "$OUT/$name.txt" | head -3
+           python3 benchmarks/experiments/sass_lines.py "$TRTPLUGINS_KERNELS_LIB" "$OUT/$name.sass.csv" --top 30 --by samples \
+             > "$OUT/$name.lines.txt" 2>&1; head -8 "$OUT/$name.lines.txt"
+         done ;;
   check) # a short window: the resident GroupNorm's GPU tests and ncu times only, with the kernel library
          # built here for sm_90 and carried (TRTPLUGINS_KERNELS_LIB=build-local/libtrtplugins_kernels.so)
          [ -f "${TRTPLUGINS_KERNELS_LIB:-}" ] || { echo "check: TRTPLUGINS_KERNELS_LIB is not a built library"; exit 2; }
@@ -142,7 +156,7 @@ case ${1:-} in
         timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
         TESTS= SANITIZE=group_norm_resident_small MEMCHECK=group_norm_resident SANITIZE_TIMEOUT=70 bash $batch ;;
-  *) sed -n '2,37p' "$0"; exit 2 ;;
+  *) sed -n '2,38p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text

@@ -2,9 +2,11 @@
 """Instructions per warp by source line: an ncu per-instruction CSV (`ncu -i R --page source --csv
 --print-source sass`) joined with the line table of the library it profiled (cuobjdump -xelf, then
 nvdisasm -g: the build has -lineinfo). The kernel is the function whose SASS matches the CSV's
-instruction for instruction; warps = the executions of its first instruction.
+instruction for instruction; warps = the executions of its first instruction. Beside each line, its
+share of the warp stall samples (where the warps' time goes; --by samples ranks by it) and the
+line's two main stall reasons.
 
-  python3 benchmarks/experiments/sass_lines.py LIB CSV [--top 40]
+  python3 benchmarks/experiments/sass_lines.py LIB CSV [--top 40] [--by samples]
 """
 from __future__ import annotations
 
@@ -67,6 +69,7 @@ def main() -> None:
     ap.add_argument("lib", type=Path)
     ap.add_argument("csv", type=Path)
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--by", choices=("instructions", "samples"), default="instructions")
     a = ap.parse_args()
     rows = list(csv.reader(a.csv.open()))
     head, data = rows[1], rows[2:]
@@ -77,13 +80,25 @@ def main() -> None:
     if len(match) != 1:
         sys.exit(f"sass_lines: {len(match)} functions of {a.lib} match the CSV's {len(data)} instructions")
     warps = int(data[0][done] or 0)
-    per = collections.Counter()
+    sampled = head.index("Warp Stall Sampling (All Samples)") if "Warp Stall Sampling (All Samples)" in head else None
+    reasons = [(i, h[len("stall_"):]) for i, h in enumerate(head) if h.startswith("stall_") and "(" not in h]
+    per, samples, why = collections.Counter(), collections.Counter(), collections.defaultdict(collections.Counter)
     for (where, _), r in zip(fns[match[0]], data):
         per[where] += int(r[done] or 0)
-    print(f"{rows[0][1]}: {sum(per.values()) / max(warps, 1):.0f} instructions per warp ({warps} warps)")
-    for where, n in per.most_common(a.top):
-        print(f"  {where[0]}:{where[1]}" if where else "  ?", f"{n / max(warps, 1):.1f}")
-
+        if sampled is not None:
+            samples[where] += int(r[sampled] or 0)
+            for i, name in reasons:
+                why[where][name] += int(r[i] or 0)
+    total = max(sum(samples.values()), 1)
+    print(f"{rows[0][1]}: {sum(per.values()) / max(warps, 1):.0f} instructions per warp ({warps} warps)"
+          + (f", {sum(samples.values())} stall samples" if sampled is not None else ""))
+    for where, n in (per if a.by == "instructions" else samples).most_common(a.top):
+        text = f"  {where[0]}:{where[1]}" if where else "  ?"
+        text += f" {per[where] / max(warps, 1):.1f}"
+        if sampled is not None:
+            top = ", ".join(f"{k} {v / max(samples[where], 1):.0%}" for k, v in why[where].most_common(2) if v)
+            text += f"  {samples[where] / total:.1%} of samples ({top})"
+        print(text)
 
 if __name__ == "__main__":
     main()
