@@ -7,7 +7,7 @@
 //   split (channels-first; group_norm.cu, kernels.cuh): each group split into chunks of one CTA; on
 //     sm_90+ one launch whose chunks of a group form a thread-block cluster (distributed shared
 //     memory), else two launches through a workspace;
-//   resident (either layout; resident.cu, resident.cuh): each CTA owns a contiguous range of the
+//   resident (either layout; resident.cu, resident*.cuh): each CTA owns a contiguous range of the
 //     tensor and keeps what fits of it in shared memory; one cooperative launch with a grid-wide
 //     barrier between the statistics and the normalization, or two launches.
 // The plugin picks per shape (measured: RESULTS.md, GroupNorm): channels-first the split design,

@@ -1,6 +1,6 @@
 // GroupNorm's resident design: its plan (a pure function of the shape and the GPU's description) and
-// launch; the kernel is in resident.cuh.
-#include "resident.cuh"
+// launch; the kernel is in resident_kernel.cuh.
+#include "resident_kernel.cuh"
 
 #include "host.h"
 
