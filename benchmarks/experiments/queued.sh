@@ -2,11 +2,12 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: land, cfsilu, gnbig, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot, ab, gn, gnsrc; run 8 focus, picks,
+# Steps (next: gnab, land, gnbig, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot, ab, gn, gnsrc; run 8 focus, picks,
 # windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
-#   cfsilu   the pending cf_silu.patch (the SiLU decided once per channels-first walk, resident and split: its exp
-#            and reciprocal then overlap across a pack's elements): quick GroupNorm A/B, then the GroupNorm GPU tests
+#   gnab     the pending GroupNorm patches: cf_silu (the SiLU decided once per channels-first walk, resident and
+#            split) and stage_chunks (the staged tail copied in up to 4 chunks, the statistics walking one while
+#            the next lands): quick A/B, each on the last, then the GroupNorm GPU tests through both
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   land     run 9's landings (cl_trim, the small-launch picks): GroupNorm and SkipNorm GPU tests through the AOT
 #            library, the small launches' picked times, the resident GroupNorm under the four sanitizers
@@ -85,15 +86,14 @@ case ${1:-} in
           $gn_launch $layout 2 320 64 64 > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  cfsilu) # cf_silu.patch (ab.py PENDING): the SiLU decided once per walk in the channels-first kernels (resident and
-          # split), not per element: A/B of the quick GroupNorm benchmark against the tree, then the GroupNorm GPU
-          # tests of both layouts through the patched library
-          SETUP_ONLY=1 bash $batch
-          timeout 400 python3 benchmarks/experiments/ab.py cf_silu --bench group_norm --repeat 2 --timeout 100 -- \
-            --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|ours_c" "$OUT/ab.log" | tail -40
-          TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cf_silu/libtrtplugins_kernels.so timeout 150 python3 -m pytest -m gpu \
-            tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py -q -p no:cacheprovider \
-            -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
+  gnab) # the pending GroupNorm patches (ab.py PENDING), each on top of the last: A/B of the quick benchmark, then
+        # the GroupNorm GPU tests of both layouts through the library with all of them
+        SETUP_ONLY=1 bash $batch
+        timeout 420 python3 benchmarks/experiments/ab.py cf_silu cf_silu+stage_chunks --bench group_norm --repeat 2 \
+          --timeout 90 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|ours_c" "$OUT/ab.log" | tail -45
+        TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cf_silu+stage_chunks/libtrtplugins_kernels.so timeout 150 python3 -m pytest \
+          -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py -q -p no:cacheprovider \
+          -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
            MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=${BENCH_TIMEOUT:-300} bash $batch
@@ -167,7 +167,7 @@ case ${1:-} in
         timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
         TESTS= SANITIZE=group_norm_resident_small MEMCHECK=group_norm_resident SANITIZE_TIMEOUT=70 bash $batch ;;
-  *) sed -n '2,40p' "$0"; exit 2 ;;
+  *) sed -n '2,41p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
