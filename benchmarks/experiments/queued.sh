@@ -9,8 +9,8 @@
 #            split) and stage_chunks (the staged tail copied in up to 4 chunks, the statistics walking one while
 #            the next lands): quick A/B, each on the last, then the GroupNorm GPU tests through both
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
-#   land     run 9's landings (cl_trim, the small-launch picks): GroupNorm and SkipNorm GPU tests through the AOT
-#            library, the small launches' picked times, the resident GroupNorm under the four sanitizers
+#   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
+#            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
 #            C entry) + compute-sanitizer over the resident GroupNorm (4 tools) and the others (memcheck)
 #   gn7      run 7's: the channels-first GPU tests (the whole-segment pick), the resident sanitizers, then gn
@@ -160,13 +160,15 @@ case ${1:-} in
          timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 --dtypes float16 \
            --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log"
          small_beside_compile "$OUT" 240 ;;
-  land) aot_library # what run 9 landed (cl_trim, the small picks): the GPU tests through the AOT library, the
-        # small launches' picks, then the resident GroupNorm under the sanitizers
-        timeout 200 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "(group_norm or skip_norm) and not plugin and not torch" \
+  land) aot_library # what run 9 landed: SkipNorm's GPU tests through the AOT library with the small-launch picks,
+        # the small launches' picked times, then the resident GroupNorm under memcheck and racecheck (its GPU
+        # tests: gnab)
+        timeout 120 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "skip_norm and not plugin and not torch" \
           > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
         timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
-        TESTS= SANITIZE=group_norm_resident_small MEMCHECK=group_norm_resident SANITIZE_TIMEOUT=70 bash $batch ;;
+        TESTS= SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" MEMCHECK=group_norm_resident \
+          SANITIZE_TIMEOUT=75 bash $batch ;;
   *) sed -n '2,41p' "$0"; exit 2 ;;
 esac
 status=$?
