@@ -6,7 +6,7 @@
 # windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   gnab     the pending GroupNorm patches: cf_silu (the SiLU decided once per channels-first walk, resident and
-#            split) and stage_chunks (the staged tail copied in up to 4 chunks, the statistics walking one while
+#            split; the suite's SiLU on MUFU ex2/rcp directly) and stage_chunks (the staged tail copied in up to 4 chunks, the statistics walking one while
 #            the next lands): quick A/B, each on the last, then the GroupNorm GPU tests through both
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
@@ -87,13 +87,14 @@ case ${1:-} in
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
   gnab) # the pending GroupNorm patches (ab.py PENDING), each on top of the last: A/B of the quick benchmark, then
-        # the GroupNorm GPU tests of both layouts through the library with all of them
+        # the GPU tests of GroupNorm (both layouts) and of the SiLU's other users through the library with all of them
         SETUP_ONLY=1 bash $batch
         timeout 420 python3 benchmarks/experiments/ab.py cf_silu cf_silu+stage_chunks --bench group_norm --repeat 2 \
           --timeout 90 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|ours_c" "$OUT/ab.log" | tail -45
-        TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cf_silu+stage_chunks/libtrtplugins_kernels.so timeout 150 python3 -m pytest \
-          -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py -q -p no:cacheprovider \
-          -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
+        TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cf_silu+stage_chunks/libtrtplugins_kernels.so timeout 160 python3 -m pytest \
+          -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py tests/gpu/test_kernels.py \
+          tests/gpu/test_gated_gpu.py -q -p no:cacheprovider -k "not plugin and not skip_norm and not beyond" \
+          > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
            MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=${BENCH_TIMEOUT:-300} bash $batch
