@@ -164,12 +164,11 @@ case ${1:-} in
   land) aot_library # what run 9 landed: SkipNorm's GPU tests through the AOT library with the small-launch picks,
         # the small launches' picked times, then the resident GroupNorm under memcheck and racecheck (its GPU
         # tests: gnab)
-        timeout 120 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "skip_norm and not plugin and not torch" \
+        timeout 90 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "skip_norm and not plugin and not torch" \
           > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
-        timeout 60 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
+        timeout 45 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
-        TESTS= SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" MEMCHECK=group_norm_resident \
-          SANITIZE_TIMEOUT=75 bash $batch ;;
+        TESTS= SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
   *) sed -n '2,41p' "$0"; exit 2 ;;
 esac
 status=$?
