@@ -2,12 +2,14 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnab, land, gnbig, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot, ab, gn, gnsrc; run 8 focus, picks,
-# windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost, tests2 and torch).
+# Steps (next: gnab, land, gnbig, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot, ab, gn, gnsrc;
+# run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
+# tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   gnab     the pending GroupNorm patches: cf_silu (the SiLU decided once per channels-first walk, resident and
-#            split; the suite's SiLU on MUFU ex2/rcp directly) and stage_chunks (the staged tail copied in up to 4 chunks, the statistics walking one while
-#            the next lands): quick A/B, each on the last, then the GroupNorm GPU tests through both
+#            split; the suite's SiLU on MUFU ex2/rcp directly) and stage_chunks (the staged tail copied in up to
+#            4 chunks, the statistics walking one while the next lands): quick A/B, each on the last, then the
+#            GPU tests of GroupNorm and of the SiLU's other users through both
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
@@ -91,8 +93,8 @@ case ${1:-} in
         SETUP_ONLY=1 bash $batch
         timeout 420 python3 benchmarks/experiments/ab.py cf_silu cf_silu+stage_chunks --bench group_norm --repeat 2 \
           --timeout 90 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|ours_c" "$OUT/ab.log" | tail -45
-        TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cf_silu+stage_chunks/libtrtplugins_kernels.so timeout 160 python3 -m pytest \
-          -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py tests/gpu/test_kernels.py \
+        TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cf_silu+stage_chunks/libtrtplugins_kernels.so \
+          timeout 160 python3 -m pytest -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py tests/gpu/test_kernels.py \
           tests/gpu/test_gated_gpu.py -q -p no:cacheprovider -k "not plugin and not skip_norm and not beyond" \
           > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
@@ -116,8 +118,9 @@ case ${1:-} in
          for case in "channels_first 1 256 256 256" "channels_last 1 256 256 256" "channels_first 8 640 64 64" \
                      "channels_first 8 320 64 64"; do
            set -- $case; name=gnbig_${1}_${2}x${3}x${4}x${5}
-           timeout 100 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
-             --section SpeedOfLight --section MemoryWorkloadAnalysis -o "$OUT/$name" -f $gn_launch $* > "$OUT/$name.log" 2>&1
+           timeout 100 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters \
+             --section WarpStateStats --section SpeedOfLight --section MemoryWorkloadAnalysis -o "$OUT/$name" -f \
+             $gn_launch $* > "$OUT/$name.log" 2>&1
            ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
            ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
            grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued" "$OUT/$name.txt" | head -3
@@ -169,7 +172,7 @@ case ${1:-} in
         timeout 45 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
         TESTS= SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
-  *) sed -n '2,41p' "$0"; exit 2 ;;
+  *) sed -n '2,43p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text

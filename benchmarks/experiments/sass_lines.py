@@ -100,5 +100,6 @@ def main() -> None:
             text += f"  {samples[where] / total:.1%} of samples ({top})"
         print(text)
 
+
 if __name__ == "__main__":
     main()
