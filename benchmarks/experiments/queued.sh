@@ -2,8 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnab, land, gnbig, retune, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot, ab, gn, gnsrc;
-# run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
+# Steps (next: gnab, land, gnbig, retune, biasact, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot,
+# ab, gn, gnsrc; run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
 # tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   gnab     the pending GroupNorm patches: cf_silu (the SiLU decided once per channels-first walk, resident and
@@ -41,6 +41,7 @@
 #            with triton_picks.json merged with $OUT/triton_picks_small.json; then 8 points beside the compile
 #   retune   RMSNorm and 16-bit LayerNorm at 768-8192 tuned again at 96 MiB (the compile's size), rebuilt and
 #            timed beside ours: $OUT/triton_configs.json and the check, to commit if the picks move
+#   biasact  bias+GELU and bias+ReLU6 at the large points beside the max-autotune compile (16-bit; DTYPES=fp32)
 #   autotune the configurations of every form, dtype and hidden size (triton ran FP16 at 768/4096/16384):
 #            $OUT/triton_configs.json, to commit as plugin_src/ops/skip_norm/triton_configs.json before triton
 set -uo pipefail
@@ -169,6 +170,11 @@ case ${1:-} in
           aot_library
           timeout 120 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 \
             --forms layer_norm rms_norm --dtypes float16 bfloat16 > "$OUT/check.log" 2>&1; grep "^|" "$OUT/check.log" ;;
+  biasact) gpu_library # issue 34's bias + activation target (>= 0.98x max-autotune compile at every point): the
+           # large points beside the compile, 16-bit by default (DTYPES="fp32" for the rest)
+           timeout 540 python3 scripts/bench_kernels.py --ops bias_gelu bias_relu6 --dtypes ${DTYPES:-fp16 bf16} --odd \
+             --no-small --out "$OUT/biasact" > "$OUT/biasact.log" 2>&1; tail -3 "$OUT/biasact.log"
+           grep -E "^\| bias_" "$OUT/biasact/RESULTS.md" | head -40 ;;
   autotune) timeout 560 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 32 \
               > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log" ;;
   picks) aot_library
@@ -185,7 +191,7 @@ case ${1:-} in
         timeout 45 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
         TESTS= SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
-  *) sed -n '2,45p' "$0"; exit 2 ;;
+  *) sed -n '2,46p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
