@@ -3,8 +3,8 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: gnab, land, gnbig, retune, biasact, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot,
-# ab, gn, gnsrc; run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
-# tests2 and torch).
+# ab, gn, gnsrc; run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6
+# focus, gn, unethost, tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
 #   gnab     the pending GroupNorm patches: cf_silu (the SiLU decided once per channels-first walk, resident and
 #            split; the suite's SiLU on MUFU ex2/rcp directly) and stage_chunks (the staged tail copied in up to
