@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnab, land, gnbig, retune, biasact, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot,
+# Steps (next: gnab, land, smallbench, gnbig, retune, biasact, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot,
 # ab, gn, gnsrc; run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6
 # focus, gn, unethost, tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
@@ -42,6 +42,8 @@
 #   retune   RMSNorm and 16-bit LayerNorm at 768-8192 tuned again at 96 MiB (the compile's size), rebuilt and
 #            timed beside ours: $OUT/triton_configs.json and the check, to commit if the picks move
 #   biasact  bias+GELU and bias+ReLU6 at the large points beside the max-autotune compile (16-bit; DTYPES=fp32)
+#   smallbench the small launches (1-64 rows) of the four norms through the AOT library with its picks,
+#            every dtype, beside the max-autotune compile: issue 34's small-launch table
 #   autotune the configurations of every form, dtype and hidden size (triton ran FP16 at 768/4096/16384):
 #            $OUT/triton_configs.json, to commit as plugin_src/ops/skip_norm/triton_configs.json before triton
 set -uo pipefail
@@ -175,6 +177,12 @@ case ${1:-} in
            timeout 540 python3 scripts/bench_kernels.py --ops bias_gelu bias_relu6 --dtypes ${DTYPES:-fp16 bf16} --odd \
              --no-small --out "$OUT/biasact" > "$OUT/biasact.log" 2>&1; tail -3 "$OUT/biasact.log"
            grep -E "^\| bias_" "$OUT/biasact/RESULTS.md" | head -40 ;;
+  smallbench) aot_library # issue 34's small-launch target (within 0.2 us of the compile at every point): the
+              # small launches of the four norms, every dtype, through the AOT library with its picks, beside
+              # the max-autotune compile
+              timeout 560 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
+                --hiddens --odd --out "$OUT/small" > "$OUT/small.log" 2>&1; tail -3 "$OUT/small.log"
+              sed -n '/^## Small launches/,/^## /p' "$OUT/small/RESULTS.md" | head -80 ;;
   autotune) timeout 560 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 32 \
               > "$OUT/autotune.log" 2>&1; tail -3 "$OUT/autotune.log" ;;
   picks) aot_library
@@ -191,7 +199,7 @@ case ${1:-} in
         timeout 45 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
         TESTS= SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
-  *) sed -n '2,46p' "$0"; exit 2 ;;
+  *) sed -n '2,48p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
