@@ -15,8 +15,11 @@ namespace {
 
 using namespace detail;
 
-CubinSkipNormForm aotForm(Norm norm, bool skip) {
-    return norm == Norm::kLayer ? (skip ? kCubinSkipLayerNorm : kCubinLayerNorm) : (skip ? kCubinSkipRmsNorm : kCubinRmsNorm);
+// The built cubin of this form and hidden size (small: the one for launches of few rows); nullptr if none.
+const Cubin* formCubin(DType dt, Norm norm, bool skip, int64_t hidden, bool small = false) {
+    const CubinSkipNormForm form =
+        norm == Norm::kLayer ? (skip ? kCubinSkipLayerNorm : kCubinLayerNorm) : (skip ? kCubinSkipRmsNorm : kCubinRmsNorm);
+    return findCubin(kCubinSkipNorm, form, int32_t(dt), hidden, small);
 }
 
 // The AOT cubin for this launch, where its form matches the arguments exactly (see kSkipNormAotVariant):
@@ -25,14 +28,14 @@ const Cubin* aotCubin(DType dt, const SkipNormArgs& a, bool aligned, bool small)
     const bool skip = a.skip != nullptr;
     if (!aligned || a.bias || a.rows > INT32_MAX || (skip && a.skipRows && a.skipRows < a.rows)) return nullptr;
     if ((a.norm == Norm::kLayer) != (a.beta != nullptr) || skip != (a.sum != nullptr)) return nullptr;
-    const Cubin* few = small ? findCubin(kCubinSkipNorm, aotForm(a.norm, skip), int32_t(dt), a.hidden, true) : nullptr;
-    return few ? few : findCubin(kCubinSkipNorm, aotForm(a.norm, skip), int32_t(dt), a.hidden);
+    const Cubin* few = small ? formCubin(dt, a.norm, skip, a.hidden, true) : nullptr;
+    return few ? few : formCubin(dt, a.norm, skip, a.hidden);
 }
 
 // Where the AOT kernel measured faster than the hand-written ones (triton_picks.json; measured with FP32
 // weights: the plugin picks it there only; small launches by their own cubin's measurement).
 bool aotPicked(DType dt, Norm norm, bool skip, int64_t hidden, bool small) {
-    const Cubin* c = findCubin(kCubinSkipNorm, aotForm(norm, skip), int32_t(dt), hidden, small);
+    const Cubin* c = formCubin(dt, norm, skip, hidden, small);
     return c && c->picked;
 }
 
@@ -79,7 +82,7 @@ int skipNormCandidates(DType dt, Norm norm, bool skip, int64_t hidden, int32_t* 
     int n = 0;
     for (int32_t v = 0; v <= kAllBits; ++v)
         if (feasible(v, dt, norm, skip, hidden) && n++ < cap && out) out[n - 1] = v;
-    if (findCubin(kCubinSkipNorm, aotForm(norm, skip), int32_t(dt), hidden) && n++ < cap && out)
+    if (formCubin(dt, norm, skip, hidden) && n++ < cap && out)
         out[n - 1] = kSkipNormAotVariant;
     return n;
 }
