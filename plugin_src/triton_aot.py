@@ -128,9 +128,8 @@ def compile_one(mod, form: str, dtype: str, hidden: int, cc: int, cfg: dict | No
     md = k.metadata
     name = f"skip_norm_{form}_{DTYPES[dtype]}_{hidden}{'_small' if small else ''}"
     entry = dict(name=name, symbol=md.name, op="SkipNorm", form=form, dtype=dtype, hidden=hidden, small=int(small),
-                 arch=f"sm_{cc}",
-                 **cfg, shared=md.shared, params=list(PARAMS), global_scratch_size=md.global_scratch_size,
-                 profile_scratch_size=md.profile_scratch_size)
+                 arch=f"sm_{cc}", **cfg, shared=md.shared, params=list(PARAMS),
+                 global_scratch_size=md.global_scratch_size, profile_scratch_size=md.profile_scratch_size)
     return k, entry
 
 
