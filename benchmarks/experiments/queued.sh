@@ -198,7 +198,8 @@ case ${1:-} in
           > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
         timeout 45 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
-        TESTS= SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
+        TESTS="(group_norm or gated or silu) and not plugin and not beyond" TEST_TIMEOUT=230 \
+          SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
   *) sed -n '2,48p' "$0"; exit 2 ;;
 esac
 status=$?

@@ -62,7 +62,13 @@ template <Activation A, bool ACCURATE> __device__ __forceinline__ float activate
         asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + e));
         return v * r;
     } else if constexpr (A == Activation::kSilu) {
-        return __fdividef(v, 1.f + __expf(-v)); // exp overflow -> divisor inf -> 0: the right limit
+        // v / (1 + e^-v) with MUFU ex2 and rcp directly: 5 instructions, not 9 (__expf and __fdividef guard
+        // subnormal results, which change nothing here: 1 + a subnormal is 1, and v times a flushed
+        // reciprocal is the 0 __fdividef returns). exp overflow -> divisor inf -> 0: the right limit.
+        float e, r;
+        asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(v * -1.4426950408889634f));
+        asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.f + e));
+        return v * r;
     } else if constexpr (A == Activation::kQuickGelu) {
         return __fdividef(v, 1.f + __expf(-1.702f * v));
     } else {

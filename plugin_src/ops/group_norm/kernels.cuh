@@ -218,16 +218,18 @@ template <class T, int VEC, GroupNormSkip SKIP> __global__ void __launch_bounds_
 // Normalizes this CTA's chunk: y = act((s - mean) * rstd * gamma + beta), and s when asked for.
 template <class T, int VEC, GroupNormSkip SKIP, int U = kUnroll<VEC>>
 __device__ __forceinline__ void normalize(const Gn<T>& a, const Chunk<T>& c, float mean, float rstd) {
-    forEachPack<T, VEC, SKIP, U>(a, c, [&](const float (&s)[VEC], int32_t q, int32_t off) {
-        const float sc = rstd * __ldg(c.gamma + q), sh = c.beta ? __ldg(c.beta + q) : 0.f;
-        if (c.sum) storeFloats<T, VEC>(c.sum + off, s);
-        float o[VEC];
+    withSilu(a.act, [&](auto act) {
+        forEachPack<T, VEC, SKIP, U>(a, c, [&](const float (&s)[VEC], int32_t q, int32_t off) {
+            const float sc = rstd * __ldg(c.gamma + q), sh = c.beta ? __ldg(c.beta + q) : 0.f;
+            if (c.sum) storeFloats<T, VEC>(c.sum + off, s);
+            float o[VEC];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-            o[e] = fmaf(s[e] - mean, sc, sh);
-            if (a.act == GroupNormAct::kSilu) o[e] = __fdividef(o[e], 1.f + __expf(-o[e])); // exp overflow -> 0
-        }
-        storeFloats<T, VEC>(c.y + off, o);
+            for (int e = 0; e < VEC; ++e) {
+                o[e] = fmaf(s[e] - mean, sc, sh);
+                if constexpr (decltype(act)::value) o[e] = silu(o[e]);
+            }
+            storeFloats<T, VEC>(c.y + off, o);
+        });
     });
 }
 

@@ -1,6 +1,7 @@
 // Device code both GroupNorm designs share: a fast divider, 16-byte packs to and from FP32, evict-first
-// stores, a block's sums, and copies into shared memory.
+// stores, a block's sums, copies into shared memory, and the activation.
 #pragma once
+#include "activations.cuh"
 #include "common.cuh"
 
 #include <type_traits>
@@ -9,6 +10,16 @@ namespace trtp {
 namespace {
 
 using namespace detail;
+
+// SiLU as every kernel of the suite applies it (exp overflow -> 0, the right limit).
+__device__ __forceinline__ float silu(float v) { return activate<Activation::kSilu, true>(v); }
+
+// f(std::true_type) where the activation is SiLU, else f(std::false_type): one branch per walk, not one
+// per element (a branch per element keeps each element's exp and reciprocal from overlapping the next's).
+template <class F> __device__ __forceinline__ void withSilu(GroupNormAct act, F&& f) {
+    if (act == GroupNormAct::kSilu) f(std::true_type{});
+    else f(std::false_type{});
+}
 
 // n / d for 0 <= n < 2^31 (Granlund-Montgomery, as PyTorch's IntDivider).
 struct FastDiv {

@@ -98,15 +98,6 @@ template <Src S, class T, int VEC> __device__ __forceinline__ Pack<T, VEC> fetch
     else return loadL2<S == Src::kKeep, T, VEC>(p);
 }
 
-__device__ __forceinline__ float silu(float v) { return __fdividef(v, 1.f + __expf(-v)); } // exp overflow -> 0
-
-// f(std::true_type) where the activation is SiLU, else f(std::false_type): one branch per walk, not one
-// per element.
-template <class F> __device__ __forceinline__ void withSilu(GroupNormAct act, F&& f) {
-    if (act == GroupNormAct::kSilu) f(std::true_type{});
-    else f(std::false_type{});
-}
-
 // A pack's x (+ its full skip) as FP32: s before the per-channel part.
 template <class T, int VEC>
 __device__ __forceinline__ void packValues(const Gn<T>& a, const Pack<T, VEC>& px, const Pack<T, VEC>& pk, float (&v)[VEC]) {
@@ -287,17 +278,19 @@ template <bool STREAM, class T, int VEC> __device__ void cfStats(const Gn<T>& a,
 template <bool STREAM, class T, int VEC> __device__ void cfNorm(const Gn<T>& a, const Cta<T>& t) {
     for (int32_t p = t.pieces - 1; p >= 0; --p) {
         const float mean = t.mean[p], rstd = t.rstd[p];
-        cfEach<Src::kLast, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
-                                           [&](const float (&v)[VEC], int32_t c, int64_t o) {
-            const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
-            if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
-            float w[VEC];
+        withSilu(a.act, [&](auto act) {
+            cfEach<Src::kLast, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
+                                               [&](const float (&v)[VEC], int32_t c, int64_t o) {
+                const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
+                if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
+                float w[VEC];
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                w[e] = fmaf(v[e] - mean, sc, sh);
-                if (a.act == GroupNormAct::kSilu) w[e] = silu(w[e]);
-            }
-            storeFloats<T, VEC>(a.y + o, w);
+                for (int e = 0; e < VEC; ++e) {
+                    w[e] = fmaf(v[e] - mean, sc, sh);
+                    if constexpr (decltype(act)::value) w[e] = silu(w[e]);
+                }
+                storeFloats<T, VEC>(a.y + o, w);
+            });
         });
     }
 }
