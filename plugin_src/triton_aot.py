@@ -12,8 +12,9 @@ table (ops/skip_norm/triton_configs.json, from benchmarks/experiments/triton_aot
 GPU) where it has the shape, else a rule. Each shape also has a cubin for small launches (`small_config()`:
 one row per program, 4 values a thread, as Inductor compiles a launch of a few rows), which a launch of
 few elements (skipNormSmall) takes. Where the plugin runs them: ops/skip_norm/triton_picks.json, the
-(form, dtype, hidden) points per architecture where they measured faster than the hand-written kernels
-(`picks()`, written by triton_aot_check.py; keys "small/..." for the small-launch cubins);
+(form, dtype, hidden) points per architecture where they measured faster than the hand-written kernels,
+with FP32 weights or with the 16-bit copies a 16-bit export's plugin keeps (`committed_picks()` of the runs
+committed in benchmarks/triton_aot; keys "small/..." for the small-launch cubins);
 elsewhere they are built but only run when asked for."""
 
 from __future__ import annotations
@@ -179,18 +180,39 @@ def build(out: Path, archs=ARCHS, forms=tuple(FORMS), dtypes=tuple(DTYPES), hidd
     return manifest
 
 
-def picks(rows: list[dict], arch: int, margin: float = 0.99, small: bool = False) -> dict:
+def picks(rows: list[dict], arch: int, margin: float = 0.99, small: bool = False, against: str = "ours_us") -> dict:
     """Where the AOT kernel beat the hand-written ones (time below `margin` x theirs) in a measured run
-    (triton_aot_check.py's rows: aot_us and ours_us per form, dtype, hidden): {"sm_<arch>": {key: times}}.
+    (triton_aot_check.py's rows: aot_us and, per form, dtype and hidden, `against`: ours_us, the hand-written
+    kernels with FP32 weights, or ours_io_us, with the weights' 16-bit copies): {"sm_<arch>": {key: times}}.
     small: a small-launch run (--rows), keyed key(..., small=True), a shape won where it won at every row
     count measured (the slower times kept)."""
     by: dict[str, list[dict]] = {}
     for r in rows:
         by.setdefault(key(r["form"], r["dtype"], r["hidden"], small), []).append(r)
-    won = {k: dict(aot_us=round(max(r["aot_us"] for r in rs), 2), ours_us=round(max(r["ours_us"] for r in rs), 2))
+    won = {k: {"aot_us": round(max(r["aot_us"] for r in rs), 2), against: round(max(r[against] for r in rs), 2)}
            for k, rs in by.items()
-           if all(r.get("aot_us") and r.get("ours_us") and r["aot_us"] < margin * r["ours_us"] for r in rs)}
+           if all(r.get("aot_us") and r.get(against) and r["aot_us"] < margin * r[against] for r in rs)}
     return {f"sm_{arch}": dict(sorted(won.items()))}
+
+
+PICK_WEIGHTS = {"fp32": 1, "io": 2}  # Cubin::picked's bits: won against the kernels with these weights
+
+
+def committed_picks(runs: Path, arch: int = 90) -> dict:
+    """The plugin's table (ops/skip_norm/triton_picks.json) from the runs committed in `runs`: triton_aot.json
+    (large launches against FP32 weights), triton_aot_io.json (16-bit, against the weights' 16-bit copies)
+    and triton_aot_small.json (small launches: latency, whatever the weights), each key with the weights
+    it won against."""
+    load = lambda name: json.loads((runs / name).read_text()) if (runs / name).is_file() else []  # noqa: E731
+    table: dict[str, dict] = {}
+    for name, against, small, weights in (("triton_aot.json", "ours_us", False, ["fp32"]),
+                                          ("triton_aot_io.json", "ours_io_us", False, ["io"]),
+                                          ("triton_aot_small.json", "ours_us", True, ["fp32", "io"])):
+        for k, times in picks(load(name), arch, small=small, against=against)[f"sm_{arch}"].items():
+            entry = table.setdefault(k, {"weights": []})
+            entry.update(times)
+            entry["weights"] = entry.pop("weights") + weights
+    return {f"sm_{arch}": dict(sorted(table.items()))}
 
 
 DTYPE_IDS = {"float32": 0, "float16": 1, "bfloat16": 2}  # trtp::DType
@@ -213,10 +235,11 @@ def emit_cpp(manifest: list[dict], out: Path, path: Path, picked: dict | None = 
     lines += ["} // namespace", "", f"const Cubin kCubins[{max(1, len(manifest))}] = {{"]
     for i, m in enumerate(manifest):
         small = m.get("small", 0)
-        won = key(m["form"], m["dtype"], m["hidden"], small) in picked.get(m["arch"], {})
+        won = picked.get(m["arch"], {}).get(key(m["form"], m["dtype"], m["hidden"], small))  # a run's picks(): FP32
+        bits = 0 if won is None else sum(PICK_WEIGHTS[w] for w in won.get("weights", ["fp32"]))
         lines.append(f'    {{kCubinSkipNorm, {list(FORMS).index(m["form"])}, {DTYPE_IDS[m["dtype"]]}, {m["hidden"]}, {small}, '
                      f'{m["arch"][3:]}, {m["XBLOCK"]}, {m["num_warps"]}, {m["shared"]}, '
-                     f'{int(won)}, "{m["symbol"]}", k{i}, sizeof(k{i})}},')
+                     f'{bits}, "{m["symbol"]}", k{i}, sizeof(k{i})}},')
     lines += ["};", f"const int32_t kCubinCount = {len(manifest)};", "} // namespace trtp", ""]
     _write(path, "\n".join(lines))
 

@@ -149,14 +149,36 @@ def test_picks_are_the_measured_wins_and_the_committed_table_is_the_committed_ru
             dict(form="rms_norm", dtype="float16", hidden=1024, aot_us=9.95, ours_us=10.0),  # within the margin
             dict(form="layer_norm", dtype="float32", hidden=768, mismatch="no cubin for this device in the library")]
     assert triton_aot.picks(rows, 90) == {"sm_90": {"rms_norm/float16/768": {"aot_us": 9.8, "ours_us": 10.0}}}
-    # plugin_src/ops/skip_norm/triton_picks.json is picks() of the run committed beside the benchmarks, with
-    # picks(small=True) of the small-launch run where one is committed
-    runs = ROOT / "benchmarks" / "triton_aot"
-    want = triton_aot.picks(json.loads((runs / "triton_aot.json").read_text()), 90)
-    if (runs / "triton_aot_small.json").is_file():
-        want["sm_90"] = dict(sorted({**want["sm_90"], **triton_aot.picks(
-            json.loads((runs / "triton_aot_small.json").read_text()), 90, small=True)["sm_90"]}.items()))
-    assert json.loads(triton_aot.PICKS.read_text()) == want
+    # against the hand-written kernels with the weights' 16-bit copies: that column
+    io_rows = [dict(rows[0], ours_io_us=9.5), dict(rows[1], ours_io_us=10.5)]
+    assert triton_aot.picks(io_rows, 90, against="ours_io_us") == {
+        "sm_90": {"rms_norm/float16/1024": {"aot_us": 9.95, "ours_io_us": 10.5}}}
+    # plugin_src/ops/skip_norm/triton_picks.json is the table of the runs committed beside the benchmarks
+    assert json.loads(triton_aot.PICKS.read_text()) == triton_aot.committed_picks(ROOT / "benchmarks" / "triton_aot")
+
+
+def test_the_committed_table_says_which_weights_each_kernel_won_against(tmp_path):
+    """A key won in the FP32-weight run, the 16-bit-weight run or both says so; small launches are latency-bound,
+    picked whatever the weights; emit_cpp writes the weights as Cubin::picked's bits."""
+    row = lambda h, aot, ours, io=None, n=None: dict(form="rms_norm", dtype="float16", hidden=h, rows=n, aot_us=aot,  # noqa: E731
+                                                     ours_us=ours, **({} if io is None else {"ours_io_us": io}))
+    (tmp_path / "triton_aot.json").write_text(json.dumps([row(768, 9.0, 10.0), row(1024, 9.0, 10.0)]))
+    (tmp_path / "triton_aot_io.json").write_text(json.dumps([row(768, 9.0, 10.0, 8.0), row(4096, 9.0, 10.0, 9.5)]))
+    (tmp_path / "triton_aot_small.json").write_text(json.dumps([row(768, 1.5, 2.0, n=1)]))
+    table = triton_aot.committed_picks(tmp_path)["sm_90"]
+    assert {k: v["weights"] for k, v in table.items()} == {
+        "rms_norm/float16/768": ["fp32"], "rms_norm/float16/1024": ["fp32"], "rms_norm/float16/4096": ["io"],
+        "small/rms_norm/float16/768": ["fp32", "io"]}
+    assert table["rms_norm/float16/4096"] == {"aot_us": 9.0, "ours_io_us": 9.5, "weights": ["io"]}
+    manifest = []
+    for i, (hidden, small) in enumerate([(768, 0), (768, 1), (1024, 0), (2048, 0), (4096, 0)]):
+        (tmp_path / f"c{i}.cubin").write_bytes(bytes([i]))
+        manifest.append(dict(form="rms_norm", dtype="float16", hidden=hidden, small=small, arch="sm_90", XBLOCK=1,
+                             num_warps=4, shared=0, symbol=f"s{i}", cubin=f"c{i}.cubin"))
+    cpp = tmp_path / "t.cpp"
+    triton_aot.emit_cpp(manifest, tmp_path, cpp, {"sm_90": table})
+    bits = re.findall(r'\{kCubinSkipNorm, 1, 1, (\d+), (\d), 90, 1, 4, 0, (\d), "s', cpp.read_text())
+    assert bits == [("768", "0", "1"), ("768", "1", "3"), ("1024", "0", "1"), ("2048", "0", "0"), ("4096", "0", "2")]
 
 
 def test_small_picks_win_at_every_row_count():

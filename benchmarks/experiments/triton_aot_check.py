@@ -115,9 +115,11 @@ def main(argv=None) -> int:
                     continue
                 rows = rows or max(1, a.mib * 2**20 // (hidden * dt.itemsize))
                 x, r = (torch.randn(rows, hidden, device="cuda", dtype=dt) for _ in range(2))
-                g, b = torch.randn(hidden, device="cuda"), None if rms else torch.randn(hidden, device="cuda")
+                # weights exact in dt, so 16-bit launches may also take them as copies in dt (what the plugin has)
+                g, b = (torch.randn(hidden, device="cuda").to(dt).float() for _ in range(2))
+                b = None if rms else b
                 args = dict(gamma=g, beta=b, norm=norm, output_sum=sk)
-                run = lambda v: skip_norm.kernel(x, r if sk else None, variant=v, **args)  # noqa: E731
+                run = lambda v, **io: skip_norm.kernel(x, r if sk else None, variant=v, **args, **io)  # noqa: E731
                 cuda = skip_norm.variant(dtype, norm, sk, hidden, rows=rows, aot=False)  # our CUDA kernels' pick
                 chain = chain_of(form)
                 cargs = (x, r, g.to(dt) if rms else g, b)
@@ -126,6 +128,11 @@ def main(argv=None) -> int:
                 row["aot_us"] = 1e6 * graph_time(lambda: run(aot), nbytes / 3e12)
                 row["ours_us"] = 1e6 * graph_time(lambda: run(cuda), nbytes / 3e12)
                 row["picked_us"] = 1e6 * graph_time(lambda: run(-1), nbytes / 3e12)  # the launch's own choice
+                if dt != torch.float32:  # ours and the pick with the weights' 16-bit copies too
+                    io = dict(gamma_io=g.to(dt), beta_io=None if rms else b.to(dt))
+                    vio = skip_norm.variant(dtype, norm, sk, hidden, io_weights=True, rows=rows, aot=False)
+                    row["ours_io_us"] = 1e6 * graph_time(lambda: run(vio, **io), nbytes / 3e12)
+                    row["picked_io_us"] = 1e6 * graph_time(lambda: run(-1, **io), nbytes / 3e12)
                 if a.compile:
                     cfn = compiled(chain, cargs)
                     row["compile_us"] = 1e6 * graph_time(lambda: cfn(*cargs), nbytes / 3e12)
@@ -138,14 +145,14 @@ def main(argv=None) -> int:
     major, minor = torch.cuda.get_device_capability()
     picks = triton_aot.picks(rows_out, 10 * major + minor, small=bool(a.rows))  # -> ops/skip_norm/triton_picks.json
     (a.out / f"triton_picks{'_small' if a.rows else ''}.json").write_text(json.dumps(picks, indent=1) + "\n")
-    lines = ["| form | dtype | hidden | rows | AOT us | ours us | picked us | compile us | copy us | AOT % of copy | check |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| form | dtype | hidden | rows | AOT us | ours us | picked us | ours io us | picked io us | compile us | copy us | AOT % of copy | check |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     nan = float("nan")
     for r_ in rows_out:
         t = r_.get("aot_us", nan)
         lines.append(f"| {r_['form']} | {r_['dtype']} | {r_['hidden']} | {r_.get('rows', '')} | {t:.2f} | "
                      f"{r_.get('ours_us', nan):.2f} | "
-                     f"{r_.get('picked_us', nan):.2f} | "
+                     f"{r_.get('picked_us', nan):.2f} | {r_.get('ours_io_us', nan):.2f} | {r_.get('picked_io_us', nan):.2f} | "
                      f"{r_.get('compile_us', nan):.2f} | {r_.get('copy_us', nan):.2f} | "
                      f"{100 * r_.get('copy_us', nan) / t:.0f} | {r_['mismatch'] or 'ok'} |")
     (a.out / f"{name}.md").write_text("\n".join(lines) + "\n")

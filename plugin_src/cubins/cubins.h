@@ -19,13 +19,15 @@ struct Cubin {
     int32_t xblock;    // rows per program: grid = ceil(rows / xblock)
     int32_t warps;     // block = 32 * warps threads
     int32_t shared;    // dynamic shared memory, bytes
-    int32_t picked;    // measured faster than the hand-written kernels on this arch: the plugin's pick
+    int32_t picked;    // CubinPicked bits: measured faster on this arch than the hand-written kernels with those weights
     const char* symbol;
     const unsigned char* image;
     size_t size;
 };
 
 enum CubinOp : int32_t { kCubinSkipNorm = 0 };
+// triton_aot.py PICK_WEIGHTS: the plugin's pick against the kernels with FP32 weights, or with their 16-bit copies
+enum CubinPicked : int32_t { kCubinPickedFp32Weights = 1, kCubinPickedIoWeights = 2 };
 // triton_aot.py FORMS, in its order
 enum CubinSkipNormForm : int32_t { kCubinLayerNorm = 0, kCubinRmsNorm = 1, kCubinSkipLayerNorm = 2, kCubinSkipRmsNorm = 3 };
 

@@ -32,11 +32,9 @@ const Cubin* aotCubin(DType dt, const SkipNormArgs& a, bool aligned, bool small)
     return few ? few : formCubin(dt, a.norm, skip, a.hidden);
 }
 
-// Where the AOT kernel measured faster than the hand-written ones (triton_picks.json; measured with FP32
-// weights: the plugin picks it there only; small launches by their own cubin's measurement).
-bool aotPicked(DType dt, Norm norm, bool skip, int64_t hidden, bool small) {
-    const Cubin* c = formCubin(dt, norm, skip, hidden, small);
-    return c && c->picked;
+// Whether c measured faster (triton_picks.json) than the hand-written kernels with these weights
+bool picked(const Cubin& c, bool ioWeights) {
+    return (c.picked & (ioWeights ? kCubinPickedIoWeights : kCubinPickedFp32Weights)) != 0;
 }
 
 // Its parameters (triton_aot.py PARAMS): x, skip, bias, gamma, beta, y, s_out, rows, eps.
@@ -53,7 +51,8 @@ cudaError_t launchAot(const Cubin& c, const SkipNormArgs& a, cudaStream_t stream
 } // namespace
 
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
-    if (!ioWeights && aotPicked(dt, norm, skip, hidden, small)) return kSkipNormAotVariant;
+    const Cubin* c = formCubin(dt, norm, skip, hidden, small);
+    if (c && picked(*c, ioWeights)) return kSkipNormAotVariant;
     return skipNormCudaVariant(dt, norm, skip, hidden, ioWeights, small);
 }
 
@@ -109,9 +108,9 @@ cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stre
     int32_t v = small ? args.smallVariant : args.variant;
     // the AOT kernel when configured, or (no variant) where measured faster, and this launch's form has one
     const bool aot = v == kSkipNormAotVariant;
-    if (aot || (v < 0 && !args.gammaIo)) {
+    if (aot || v < 0) {
         const Cubin* c = aotCubin(dt, args, vec, small);
-        if (c && (aot || (c->picked && bool(c->small) == small))) return launchAot(*c, args, stream);
+        if (c && (aot || (picked(*c, io) && bool(c->small) == small))) return launchAot(*c, args, stream);
         if (aot) v = -1; // none for this launch: the pick
     }
     if (!feasible(v, dt, args.norm, skip, args.hidden) || (isVec(v) && !vec))
