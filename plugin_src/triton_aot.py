@@ -37,7 +37,9 @@ FORMS = {
     "rms_norm": dict(RMS=1, SKIP=0, BIAS=0, BETA=0, SUM=0),
     "skip_layer_norm": dict(RMS=0, SKIP=1, BIAS=0, BETA=1, SUM=1),
     "skip_rms_norm": dict(RMS=1, SKIP=1, BIAS=0, BETA=0, SUM=1),
+    "skip_layer_norm_no_sum": dict(RMS=0, SKIP=1, BIAS=0, BETA=1, SUM=0),  # BERT's: the sum output unused
 }
+TUNED_AS = {"skip_layer_norm_no_sum": "skip_layer_norm"}  # a form without its own measured configurations
 DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
 HIDDENS = (768, 1024, 2048, 3072, 4096, 5120, 8192, 12288, 16384)
 ARCHS = (80, 90, 100, 120)
@@ -84,10 +86,11 @@ def candidates(hidden: int, dtype: str) -> list[dict]:
 
 def config(hidden: int, dtype: str, form: str | None = None, table: dict | None = None) -> dict:
     """Launch geometry for a hidden size: the measured table's (form, dtype, hidden) entry where it has
-    one, else Inductor's kind: rows whole in registers, several rows per program while a program holds
+    one (or the form it is TUNED_AS has), else Inductor's kind: rows whole in registers, several rows per program while a program holds
     at most 4096 values (8192 for 16-bit), else one row looped."""
-    if table and form and key(form, dtype, hidden) in table:
-        return dict(table[key(form, dtype, hidden)])
+    for f in (form, TUNED_AS.get(form)) if table and form else ():
+        if f and key(f, dtype, hidden) in table:
+            return dict(table[key(f, dtype, hidden)])
     rblock = 1 << (hidden - 1).bit_length()
     if hidden > LOOPED_FROM:
         return dict(kernel="looped", RBLOCK=2048, XBLOCK=1, num_warps=8)

@@ -47,7 +47,7 @@ try:  # what a run needs; --help works without it
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from trtplugins import kernels
     from trtplugins.ops import group_norm, skip_norm
-    from bench_ops import DTYPES, _liger, make_group_norm, make_op, op_points, points
+    from bench_ops import DTYPES, _liger, make_group_norm, make_op, op_points, points, with_sum
     from bench_report import old_history, plot, shape_of, targets, write_report
     from bench_timing import checked, compiled, copy_time, graph_time
 except ImportError as e:
@@ -91,7 +91,7 @@ def bench(args):
                 ours, chain, cargs, liger, nbytes = make_group_norm(op, shape, dt) if shape else make_op(op, rows, h, dt)
                 est = nbytes / 3.5e12 + 3e-6
                 rec = {"op": op, "dtype": dname, "rows": rows, "hidden": h, "bytes": nbytes,
-                       "variant": skip_norm.variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows)
+                       "variant": skip_norm.variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows, sum=with_sum(op))
                        if op in NORM_OPS else None}
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
@@ -129,6 +129,7 @@ def line(r):
 def norm_kind(op):
     """(norm, skip input) of a norm op."""
     return ("layer" if "layer" in op else "rms"), op.startswith("skip")
+
 
 
 def sweep_group_norm(args, wrong: dict):
@@ -173,9 +174,9 @@ def sweep(args, wrong: dict):
                 nbytes = make_op(op, 2, h, dt)[4] - make_op(op, 1, h, dt)[4]  # per row, weights excluded
                 copy = copy_time(nbytes * rows)
                 times, fp32w = {}, {}  # 16-bit: with weights in the I/O dtype (what plugins run), and FP32 only
-                chosen = skip_norm.variant(kname, *norm_kind(op), h, dname != "fp32", rows)
+                chosen = skip_norm.variant(kname, *norm_kind(op), h, dname != "fp32", rows, sum=with_sum(op))
                 weights = ((True, times), (False, fp32w)) if dname != "fp32" else ((False, times),)
-                for v in skip_norm.candidates(kname, *norm_kind(op), h):
+                for v in skip_norm.candidates(kname, *norm_kind(op), h, sum=with_sum(op)):
                     if args.looped_only and v != chosen and not (LOOP <= v & 15 < LOOP + 3 and v & HOIST):
                         continue
                     for io, into in weights[:1] if args.looped_only else weights:

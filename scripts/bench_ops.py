@@ -53,6 +53,11 @@ def rms_chain(s, w):  # HF LLaMA's RMSNorm: FP32 statistics, cast back, times th
     return (v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + EPS)).to(s.dtype) * w
 
 
+def with_sum(name) -> bool:
+    """Whether a norm op writes the sum too: skip+RMSNorm, LLaMA's residual stream (the next block's input)."""
+    return name == "skip_rms_norm"
+
+
 def make_op(name, rows, hidden, dt, variant=-1, io_weights=True):
     """(ours, chain, chain_args, liger or None, bytes) for one op and shape. io_weights: the norms
     also get gamma/beta in the I/O dtype (exact copies, as the plugin has for a 16-bit export)."""
@@ -73,12 +78,12 @@ def make_op(name, rows, hidden, dt, variant=-1, io_weights=True):
         return ours, chain, (x, b), None, 2 * n * es + hidden * 4
     skip = torch.randn(rows, hidden, device="cuda", generator=g).to(dt) if name.startswith("skip") else None
     layer = "layer" in name
-    with_sum = name == "skip_rms_norm"  # LLaMA's residual stream: the sum is the next block's input
-    s_out = torch.empty_like(x) if with_sum else None
+    summed = with_sum(name)
+    s_out = torch.empty_like(x) if summed else None
     w32, b32 = w.float(), b.float()  # the peers' weights, exactly
     io = io_weights and dt != torch.float32
     ours = lambda: skip_norm.kernel(x, skip, gamma=w32, beta=b32 if layer else None, norm="layer" if layer else "rms",  # noqa: E731
-                                     epsilon=EPS, output_sum=with_sum, out=y, sum_out=s_out, variant=variant,
+                                     epsilon=EPS, output_sum=summed, out=y, sum_out=s_out, variant=variant,
                                      gamma_io=w if io else None, beta_io=b if io and layer else None)
     liger = None
     if layer:
@@ -96,7 +101,7 @@ def make_op(name, rows, hidden, dt, variant=-1, io_weights=True):
             return rms_chain(s, w), s
         args = (x, skip, w)
         liger = lig and (lambda: lig["fused_add_rms_norm"](x, skip, w, EPS, 0.0, "llama")[:2])
-    nbytes = (2 + (skip is not None) + with_sum) * n * es + hidden * 4 * (2 if layer else 1)
+    nbytes = (2 + (skip is not None) + summed) * n * es + hidden * 4 * (2 if layer else 1)
     return ours, chain, args, liger, nbytes
 
 

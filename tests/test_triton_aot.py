@@ -242,3 +242,12 @@ int main() {
     assert done.returncode == 0, done.stderr[-2000:]
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["a", "s", "b", "c", "d", "|", "1", "1", "1", "1"], out
+
+
+def test_the_forms_are_numbered_as_the_library_reads_them():
+    """cubins.h CubinSkipNormForm numbers triton_aot.FORMS in its order (emit_cpp writes a form's index)."""
+    text = (ROOT / "plugin_src" / "cubins" / "cubins.h").read_text()
+    body = re.search(r"enum CubinSkipNormForm : int32_t \{(.*?)\};", text, re.S).group(1)
+    numbered = {int(n): name for name, n in re.findall(r"kCubin(\w+) = (\d+)", body)}
+    camel = lambda form: "".join(p.capitalize() for p in form.split("_"))  # noqa: E731
+    assert [numbered[i] for i in range(len(numbered))] == [camel(f) for f in triton_aot.FORMS]

@@ -37,12 +37,12 @@ from bench_timing import compiled, copy_time, graph_time, mismatch  # noqa: E402
 from trtplugins.ops import skip_norm  # noqa: E402
 
 def chain_of(form: str):
-    rms, skip = "rms" in form, form.startswith("skip")
+    rms, skip, with_sum = "rms" in form, form.startswith("skip"), bool(triton_aot.FORMS[form]["SUM"])
 
     def chain(x, r, g, b):
         s = x + r if skip else x
         y = rms_chain(s, g) if rms else F.layer_norm(s.float(), s.shape[-1:], g, b).to(s.dtype)
-        return (y, s) if skip else y
+        return (y, s) if with_sum else y
     return chain
 
 
@@ -64,7 +64,7 @@ def autotune(a) -> dict:
                 y, s = torch.empty_like(x), torch.empty_like(x)
                 chain = chain_of(form)
                 want = chain(x, r, g.to(dt) if sw["RMS"] else g, b)
-                nbytes = x.numel() * dt.itemsize * (4 if sw["SKIP"] else 2)
+                nbytes = x.numel() * dt.itemsize * (2 + sw["SKIP"] + sw["SUM"])
                 best = None
                 for cfg in triton_aot.candidates(hidden, dtype):
                     fn = mod.rows_kernel if cfg["kernel"] == "rows" else mod.looped_kernel
@@ -72,7 +72,7 @@ def autotune(a) -> dict:
                         x, r, g, g, b, y, s, rows, 1e-5, HIDDEN=hidden, RBLOCK=cfg["RBLOCK"], XBLOCK=cfg["XBLOCK"],
                         num_warps=cfg["num_warps"], **sw)
                     run()
-                    if mismatch((y, s) if sw["SKIP"] else y, want):
+                    if mismatch((y, s) if sw["SUM"] else y, want):
                         continue
                     t = graph_time(run, nbytes / 3e12)
                     if best is None or t < best[0]:
@@ -107,10 +107,10 @@ def main(argv=None) -> int:
         sw = triton_aot.FORMS[form]
         for dtype in a.dtypes:
             for hidden, rows in ((h, n) for h in a.hiddens for n in a.rows or [0]):
-                dt, rms, sk = getattr(torch, dtype), bool(sw["RMS"]), bool(sw["SKIP"])
+                dt, rms, sk, su = getattr(torch, dtype), bool(sw["RMS"]), bool(sw["SKIP"]), bool(sw["SUM"])
                 norm = "rms" if rms else "layer"
                 row = dict(form=form, dtype=dtype, hidden=hidden)
-                if aot not in skip_norm.candidates(dtype, norm, sk, hidden):
+                if aot not in skip_norm.candidates(dtype, norm, sk, hidden, sum=su):
                     rows_out.append({**row, "mismatch": "no cubin for this device in the library"})
                     continue
                 rows = rows or max(1, a.mib * 2**20 // (hidden * dt.itemsize))
@@ -118,19 +118,19 @@ def main(argv=None) -> int:
                 # weights exact in dt, so 16-bit launches may also take them as copies in dt (what the plugin has)
                 g, b = (torch.randn(hidden, device="cuda").to(dt).float() for _ in range(2))
                 b = None if rms else b
-                args = dict(gamma=g, beta=b, norm=norm, output_sum=sk)
+                args = dict(gamma=g, beta=b, norm=norm, output_sum=su)
                 run = lambda v, **io: skip_norm.kernel(x, r if sk else None, variant=v, **args, **io)  # noqa: E731
                 cuda = skip_norm.variant(dtype, norm, sk, hidden, rows=rows, aot=False)  # our CUDA kernels' pick
                 chain = chain_of(form)
                 cargs = (x, r, g.to(dt) if rms else g, b)
                 row.update(rows=rows, mismatch=mismatch(run(aot), chain(*cargs)))
-                nbytes = x.numel() * dt.itemsize * (4 if sk else 2)
+                nbytes = x.numel() * dt.itemsize * (2 + sk + su)
                 row["aot_us"] = 1e6 * graph_time(lambda: run(aot), nbytes / 3e12)
                 row["ours_us"] = 1e6 * graph_time(lambda: run(cuda), nbytes / 3e12)
                 row["picked_us"] = 1e6 * graph_time(lambda: run(-1), nbytes / 3e12)  # the launch's own choice
                 if dt != torch.float32:  # ours and the pick with the weights' 16-bit copies too
                     io = dict(gamma_io=g.to(dt), beta_io=None if rms else b.to(dt))
-                    vio = skip_norm.variant(dtype, norm, sk, hidden, io_weights=True, rows=rows, aot=False)
+                    vio = skip_norm.variant(dtype, norm, sk, hidden, io_weights=True, rows=rows, aot=False)  # sum: CUDA's alike
                     row["ours_io_us"] = 1e6 * graph_time(lambda: run(vio, **io), nbytes / 3e12)
                     row["picked_io_us"] = 1e6 * graph_time(lambda: run(-1, **io), nbytes / 3e12)
                 if a.compile:

@@ -40,17 +40,19 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
     return int(trtp::launchSkipNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
 }
 
-TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, long long rows,
-                                    int aot) {
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, int sum, long long hidden, int io_weights,
+                                    long long rows, int aot) {
     const bool small = rows >= 0 && hidden >= 1 && trtp::skipNormSmall(rows, hidden);
-    const auto pick = aot ? trtp::skipNormVariant : trtp::skipNormCudaVariant;
-    return pick(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, io_weights != 0, small);
+    const auto dt = trtp::DType(dtype);
+    const auto nm = trtp::Norm(norm);
+    return aot ? trtp::skipNormVariant(dt, nm, skip != 0, sum != 0, hidden, io_weights != 0, small)
+               : trtp::skipNormCudaVariant(dt, nm, skip != 0, hidden, io_weights != 0, small);
 }
 
 TRTP_API long long trtp_skip_norm_small_elems() { return trtp::kSkipNormSmallElems; }
 
-TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long hidden, int* out, int cap) {
-    return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, hidden, out, cap);
+TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, int sum, long long hidden, int* out, int cap) {
+    return trtp::skipNormCandidates(trtp::DType(dtype), trtp::Norm(norm), skip != 0, sum != 0, hidden, out, cap);
 }
 
 namespace {

@@ -22,14 +22,14 @@ TRTP_API int trtp_skip_norm(int dtype, const void* x, const void* skip, const fl
                             int norm, long long skip_rows, int variant, const void* gamma_io, const void* beta_io,
                             void* stream);
 
-// The variant a plugin's launch of `rows` rows runs for (dtype, norm, skip input, hidden); rows < 0: a
-// large launch; -1 for hidden < 1; aot 0: among the CUDA kernels alone.
-TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, long long hidden, int io_weights, long long rows,
-                                    int aot);
+// The variant a plugin's launch of `rows` rows runs for (dtype, norm, skip input, sum output, hidden); rows < 0:
+// a large launch; -1 for hidden < 1; aot 0: among the CUDA kernels alone.
+TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, int sum, long long hidden, int io_weights,
+                                    long long rows, int aot);
 
 TRTP_API long long trtp_skip_norm_small_elems();
 
-TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, long long hidden, int* out, int cap);
+TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, int sum, long long hidden, int* out, int cap);
 
 // plan_chunks / plan_chunk_len / plan_cluster: a plan to force (GroupNormPlan; chunks 0: the plugin's,
 // groupNormConfigure on the current GPU). ran (3 values, may be null): the plan that ran.

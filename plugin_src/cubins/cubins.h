@@ -29,7 +29,13 @@ enum CubinOp : int32_t { kCubinSkipNorm = 0 };
 // triton_aot.py PICK_WEIGHTS: the plugin's pick against the kernels with FP32 weights, or with their 16-bit copies
 enum CubinPicked : int32_t { kCubinPickedFp32Weights = 1, kCubinPickedIoWeights = 2 };
 // triton_aot.py FORMS, in its order
-enum CubinSkipNormForm : int32_t { kCubinLayerNorm = 0, kCubinRmsNorm = 1, kCubinSkipLayerNorm = 2, kCubinSkipRmsNorm = 3 };
+enum CubinSkipNormForm : int32_t {
+    kCubinLayerNorm = 0,
+    kCubinRmsNorm = 1,
+    kCubinSkipLayerNorm = 2,
+    kCubinSkipRmsNorm = 3,
+    kCubinSkipLayerNormNoSum = 4,
+};
 
 // Sorted by (arch, op, form, dtype, hidden, small), as findCubin searches it.
 extern const Cubin kCubins[];

@@ -125,6 +125,7 @@ NORM_VARIANTS = {
     "gamma": (False, False, False, False),
     "gamma+beta": (False, False, True, False),
     "skip": (True, False, False, False),
+    "skip+beta": (True, False, True, False),  # BERT's SkipLayerNorm: the sum output unused
     "skip+beta+sum": (True, False, True, True),
     "skip+bias+beta+sum": (True, True, True, True),
     "bias+sum": (False, True, False, True),
@@ -193,6 +194,33 @@ def test_skip_norm_every_variant(torch, record, norm, dtype):
             tag = f"{norm}:variant {v}{'' if skip else ' no skip'}"
             check(record, "skip_norm", tag, dtype, (rows, h), y, ry)
             check(record, "skip_norm", f"{tag}:sum", dtype, (rows, h), s, rs)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", ["layer", "rms", "layer+skip", "rms+skip+sum", "layer+skip+sum"])
+def test_skip_norm_aot_forms(torch, record, form, dtype):
+    """The variant of the Triton kernels built ahead of time, forced at each of their forms (triton_aot.py FORMS:
+    LayerNorm with beta, RMSNorm without; a skip input with the sum output or, LayerNorm, without), 1 and 37
+    rows (the small-launch and the large-launch cubins): exact where the library has them, and the pick's
+    output where it has none."""
+    norm, skip_on, with_sum = form.split("+")[0], "skip" in form, "sum" in form
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"aot{form}{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    for rows, h in itertools.product((1, 37), (768, 4096, 16384)):
+        x = randn(torch, gen, (rows, h), dt, scale=2.0, shift=3.0)
+        skip = randn(torch, gen, (rows, h), dt) if skip_on else None
+        gamma = randn(torch, gen, (h,), torch.float32, scale=0.5, shift=1.0)
+        beta = randn(torch, gen, (h,), torch.float32, scale=0.5) if norm == "layer" else None
+        out = skip_norm.kernel(x, skip, gamma=gamma, beta=beta, norm=norm, epsilon=1e-5, output_sum=with_sum,
+                               variant=skip_norm.aot_variant())
+        torch.cuda.synchronize()
+        ry, rs = skip_norm.reference(f64(x), None if skip is None else f64(skip), gamma=f64(gamma),
+                                     beta=None if beta is None else f64(beta), norm=norm, epsilon=1e-5, output_sum=True)
+        y, s = out if with_sum else (out, None)
+        check(record, "skip_norm", f"{norm}:aot {form}", dtype, (rows, h), y, ry)
+        if with_sum:
+            check(record, "skip_norm", f"{norm}:aot {form}:sum", dtype, (rows, h), s, rs)
 
 
 @pytest.mark.gpu

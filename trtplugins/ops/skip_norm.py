@@ -231,13 +231,15 @@ def raw_kernel(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: in
 
 
 def variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False, rows: int | None = None,
-            aot: bool = True) -> int:
+            aot: bool = True, sum: bool | None = None) -> int:
     """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
     io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io); rows: a
     launch's row count (None: a large one; launches of <= small_elems() elements run another variant);
-    aot False: among the CUDA kernels alone (not aot_variant(), where the library picks that)."""
-    return kernels.load().trtp_skip_norm_variant(kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm"), skip, hidden,
-                                                 io_weights, -1 if rows is None else rows, aot)
+    aot False: among the CUDA kernels alone (not aot_variant(), where the library picks that); sum: the
+    sum output too (None: with a skip input)."""
+    return kernels.load().trtp_skip_norm_variant(kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm"), skip,
+                                                 skip if sum is None else sum, hidden, io_weights,
+                                                 -1 if rows is None else rows, aot)
 
 
 def aot_variant() -> int:
@@ -250,11 +252,12 @@ def small_elems() -> int:
     return kernels.load().trtp_skip_norm_small_elems()
 
 
-def candidates(dtype, norm: str, skip: bool, hidden: int) -> list[int]:
-    """Every kernel variant this build has that can run rows of `hidden` elements (benchmarks, tests)."""
+def candidates(dtype, norm: str, skip: bool, hidden: int, sum: bool | None = None) -> list[int]:
+    """Every kernel variant this build has that can run rows of `hidden` elements (benchmarks, tests); sum:
+    the sum output too (None: with a skip input)."""
     buf = (ctypes.c_int * 256)()
     n = kernels.load().trtp_skip_norm_candidates(kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm"), skip,
-                                         hidden, buf, 256)
+                                                 skip if sum is None else sum, hidden, buf, 256)
     return list(buf[:min(n, 256)])
 
 

@@ -15,10 +15,14 @@ namespace {
 
 using namespace detail;
 
-// The built cubin of this form and hidden size (small: the one for launches of few rows); nullptr if none.
-const Cubin* formCubin(DType dt, Norm norm, bool skip, int64_t hidden, bool small = false) {
-    const CubinSkipNormForm form =
-        norm == Norm::kLayer ? (skip ? kCubinSkipLayerNorm : kCubinLayerNorm) : (skip ? kCubinSkipRmsNorm : kCubinRmsNorm);
+// The built cubin of this form and hidden size (small: the one for launches of few rows); nullptr if none
+// (the forms: triton_aot.py FORMS; a sum output needs a skip input, a skip input without it LayerNorm).
+const Cubin* formCubin(DType dt, Norm norm, bool skip, bool sum, int64_t hidden, bool small = false) {
+    const bool layer = norm == Norm::kLayer;
+    if (sum != skip && (sum || !layer)) return nullptr;
+    const CubinSkipNormForm form = !skip ? (layer ? kCubinLayerNorm : kCubinRmsNorm)
+                                   : !sum ? kCubinSkipLayerNormNoSum
+                                          : (layer ? kCubinSkipLayerNorm : kCubinSkipRmsNorm);
     return findCubin(kCubinSkipNorm, form, int32_t(dt), hidden, small);
 }
 
@@ -27,9 +31,10 @@ const Cubin* formCubin(DType dt, Norm norm, bool skip, int64_t hidden, bool smal
 const Cubin* aotCubin(DType dt, const SkipNormArgs& a, bool aligned, bool small) {
     const bool skip = a.skip != nullptr;
     if (!aligned || a.bias || a.rows > INT32_MAX || (skip && a.skipRows && a.skipRows < a.rows)) return nullptr;
-    if ((a.norm == Norm::kLayer) != (a.beta != nullptr) || skip != (a.sum != nullptr)) return nullptr;
-    const Cubin* few = small ? formCubin(dt, a.norm, skip, a.hidden, true) : nullptr;
-    return few ? few : formCubin(dt, a.norm, skip, a.hidden);
+    if ((a.norm == Norm::kLayer) != (a.beta != nullptr)) return nullptr;
+    const bool sum = a.sum != nullptr;
+    const Cubin* few = small ? formCubin(dt, a.norm, skip, sum, a.hidden, true) : nullptr;
+    return few ? few : formCubin(dt, a.norm, skip, sum, a.hidden);
 }
 
 // Whether c measured faster (triton_picks.json) than the hand-written kernels with these weights
@@ -50,8 +55,8 @@ cudaError_t launchAot(const Cubin& c, const SkipNormArgs& a, cudaStream_t stream
 
 } // namespace
 
-int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights, bool small) {
-    const Cubin* c = formCubin(dt, norm, skip, hidden, small);
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, bool sum, int64_t hidden, bool ioWeights, bool small) {
+    const Cubin* c = formCubin(dt, norm, skip, sum, hidden, small);
     if (c && picked(*c, ioWeights)) return kSkipNormAotVariant;
     return skipNormCudaVariant(dt, norm, skip, hidden, ioWeights, small);
 }
@@ -77,11 +82,11 @@ int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64
     return std::max(blocks, 0);
 }
 
-int skipNormCandidates(DType dt, Norm norm, bool skip, int64_t hidden, int32_t* out, int cap) {
+int skipNormCandidates(DType dt, Norm norm, bool skip, bool sum, int64_t hidden, int32_t* out, int cap) {
     int n = 0;
     for (int32_t v = 0; v <= kAllBits; ++v)
         if (feasible(v, dt, norm, skip, hidden) && n++ < cap && out) out[n - 1] = v;
-    if (formCubin(dt, norm, skip, hidden) && n++ < cap && out)
+    if (formCubin(dt, norm, skip, sum, hidden) && n++ < cap && out)
         out[n - 1] = kSkipNormAotVariant;
     return n;
 }

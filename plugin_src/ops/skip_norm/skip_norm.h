@@ -35,11 +35,12 @@ struct SkipNormArgs {
 constexpr int64_t kSkipNormSmallElems = int64_t(1) << 20;
 constexpr bool skipNormSmall(int64_t rows, int64_t hidden) { return rows <= kSkipNormSmallElems / hidden; }
 
-// Kernel variant for a dtype, norm, skip input or not, hidden size, whether launches give 16-bit
-// weight copies (gammaIo) and whether it is for small launches (skipNormSmall): a table's answer
+// Kernel variant for a dtype, norm, skip input or not, sum output or not, hidden size, whether launches give
+// 16-bit weight copies (gammaIo) and whether it is for small launches (skipNormSmall): a table's answer
 // (no allocation; the device's architecture asked once, for the AOT kernels' measured picks), so a
 // plugin chooses both when it is configured and enqueue only launches.
-int32_t skipNormVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool small = false);
+int32_t skipNormVariant(DType dt, Norm norm, bool skip, bool sum, int64_t hidden, bool ioWeights = false,
+                        bool small = false);
 // The same among the CUDA kernels alone (what skipNormVariant returns where no AOT kernel is picked).
 int32_t skipNormCudaVariant(DType dt, Norm norm, bool skip, int64_t hidden, bool ioWeights = false, bool small = false);
 
@@ -49,13 +50,14 @@ int32_t skipNormMaxBlocks(DType dt, Norm norm, bool skip, int32_t variant, int64
 
 // The variant that runs the kernel built ahead of time in Triton (plugin_src/cubins, triton_aot.py)
 // where the build has one for the shape, the device and the launch's form (LayerNorm with beta,
-// RMSNorm without; with a skip like x, the sum output; no bias; 16-byte aligned); else the pick.
+// RMSNorm without; a skip like x, with the sum output or (LayerNorm) without; no bias; 16-byte aligned);
+// else the pick.
 // skipNormVariant picks it where ops/skip_norm/triton_picks.json says it measured faster.
 constexpr int32_t kSkipNormAotVariant = 256;
 
 // Every variant that can run rows of `hidden` (for benchmarks and tests): writes up to `cap` of
 // them to `out`, returns how many there are.
-int skipNormCandidates(DType dt, Norm norm, bool skip, int64_t hidden, int32_t* out, int cap);
+int skipNormCandidates(DType dt, Norm norm, bool skip, bool sum, int64_t hidden, int32_t* out, int cap);
 
 // rows == 0 launches nothing. Returns the launch status (never aborts).
 cudaError_t launchSkipNorm(DType dt, const SkipNormArgs& args, cudaStream_t stream);

@@ -103,8 +103,9 @@ void SkipNormOp::onConfigured(DType dt, int64_t hidden) {
     const int slot = ioSlot(dt);
     const bool io = slot >= 0 && !mIo[slot][0].empty();
     for (int skip = 0; skip < 2; ++skip) {
-        mVariant[skip] = skipNormVariant(dt, mP.norm, skip, hidden, io);
-        mSmallVariant[skip] = skipNormVariant(dt, mP.norm, skip, hidden, io, true);
+        const bool sum = mP.outputSum;
+        mVariant[skip] = skipNormVariant(dt, mP.norm, skip, sum, hidden, io);
+        mSmallVariant[skip] = skipNormVariant(dt, mP.norm, skip, sum, hidden, io, true);
         mMaxBlocks[skip] = skipNormMaxBlocks(dt, mP.norm, skip, mVariant[skip], hidden);
     }
     mVariantType = dt;
