@@ -2,14 +2,12 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnab, land, smallbench, gnbig, retune, biasact, torch; run 9 on 2026-12-06 ran cltrim, clfold, smallaot,
-# ab, gn, gnsrc; run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6
-# focus, gn, unethost, tests2 and torch).
+# Steps (next: aot_io.sh full and check first (benchmarks/experiments/aot_io.sh), then norms, smallbench, gnbig, gn,
+# retune, torch; run 10 on 2026-12-06 ran gnab (cf_silu landed, stage_chunks dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
+# run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
+# tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
-#   gnab     the pending GroupNorm patches: cf_silu (the SiLU decided once per channels-first walk, resident and
-#            split; the suite's SiLU on MUFU ex2/rcp directly) and stage_chunks (the staged tail copied in up to
-#            4 chunks, the statistics walking one while the next lands): quick A/B, each on the last, then the
-#            GPU tests of GroupNorm and of the SiLU's other users through both
+#   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger (DTYPES)
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
@@ -93,15 +91,6 @@ case ${1:-} in
           $gn_launch $layout 2 320 64 64 > "$OUT/ncu_resident_$layout.txt" 2>&1
         tail -40 "$OUT/ncu_resident_$layout.txt"
       done ;;
-  gnab) # the pending GroupNorm patches (ab.py PENDING), each on top of the last: A/B of the quick benchmark, then
-        # the GPU tests of GroupNorm (both layouts) and of the SiLU's other users through the library with all of them
-        SETUP_ONLY=1 bash $batch
-        timeout 420 python3 benchmarks/experiments/ab.py cf_silu cf_silu+stage_chunks --bench group_norm --repeat 2 \
-          --timeout 90 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|ours_c" "$OUT/ab.log" | tail -45
-        TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-cf_silu+stage_chunks/libtrtplugins_kernels.so \
-          timeout 160 python3 -m pytest -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py tests/gpu/test_kernels.py \
-          tests/gpu/test_gated_gpu.py -q -p no:cacheprovider -k "not plugin and not skip_norm and not beyond" \
-          > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
            MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
   gnq) BENCH="scripts/bench_group_norm.py --quick --dtypes fp16" BENCH_TIMEOUT=${BENCH_TIMEOUT:-300} bash $batch
@@ -177,6 +166,10 @@ case ${1:-} in
            timeout 540 python3 scripts/bench_kernels.py --ops bias_gelu bias_relu6 --dtypes ${DTYPES:-fp16 bf16} --odd \
              --no-small --out "$OUT/biasact" > "$OUT/biasact.log" 2>&1; tail -3 "$OUT/biasact.log"
            grep -E "^\| bias_" "$OUT/biasact/RESULTS.md" | head -40 ;;
+  norms) aot_library # issue 34's large table: the four norms through the AOT library with its picks (ours with the
+         # weights' 16-bit copies, as a 16-bit export's plugin has them), beside the compile and Liger
+         timeout 560 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
+           --dtypes ${DTYPES:-fp16 bf16 fp32} --odd --no-small --out "$OUT/norms" > "$OUT/norms.log" 2>&1; tail -6 "$OUT/norms.log" ;;
   smallbench) aot_library # issue 34's small-launch target (within 0.2 us of the compile at every point): the
               # small launches of the four norms, every dtype, through the AOT library with its picks, beside
               # the max-autotune compile
@@ -192,8 +185,8 @@ case ${1:-} in
            --forms layer_norm rms_norm > "$OUT/check.log" 2>&1; tail -22 "$OUT/check.log"
          small_beside_compile "$OUT" 240 ;;
   land) aot_library # what run 9 landed: SkipNorm's GPU tests through the AOT library with the small-launch picks,
-        # the small launches' picked times, then the resident GroupNorm under memcheck and racecheck (its GPU
-        # tests: gnab)
+        # the small launches' picked times, then the GPU tests of GroupNorm and the SiLU's users and the
+        # resident GroupNorm under memcheck and racecheck
         timeout 90 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "skip_norm and not plugin and not torch" \
           > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
         timeout 45 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
