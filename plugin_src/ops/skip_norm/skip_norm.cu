@@ -15,11 +15,12 @@ namespace {
 
 using namespace detail;
 
-// The built cubin of this form and hidden size (small: the one for launches of few rows); nullptr if none
-// (the forms: triton_aot.py FORMS; a sum output needs a skip input, a skip input without it LayerNorm).
+// The built cubin of this form (triton_aot.py FORMS) and hidden size (small: the one for launches of few
+// rows); nullptr if none.
 const Cubin* formCubin(DType dt, Norm norm, bool skip, bool sum, int64_t hidden, bool small = false) {
     const bool layer = norm == Norm::kLayer;
-    if (sum != skip && (sum || !layer)) return nullptr;
+    if (sum && !skip) return nullptr;           // the sum output: with a skip input only
+    if (skip && !sum && !layer) return nullptr; // a skip input without it: LayerNorm only
     const CubinSkipNormForm form = !skip ? (layer ? kCubinLayerNorm : kCubinRmsNorm)
                                    : !sum ? kCubinSkipLayerNormNoSum
                                           : (layer ? kCubinSkipLayerNorm : kCubinSkipRmsNorm);
