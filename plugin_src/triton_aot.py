@@ -141,7 +141,8 @@ def ptxas_resources(ptx: str, cc: int) -> dict:
     """Registers, spills and stack of the PTX's entry, as ptxas reports them for the target."""
     import triton
 
-    arch = f"sm_{cc}a" if cc in (90, 100) else f"sm_{cc}"
+    target = re.search(r"^\s*\.target\s+(sm_\w+)", ptx, re.M)  # as Triton wrote it (sm_90a, sm_100a, sm_120a)
+    arch = target.group(1) if target else f"sm_{cc}"
     ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / ("ptxas-blackwell" if cc >= 100 else "ptxas")
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "k.ptx"

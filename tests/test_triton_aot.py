@@ -70,6 +70,16 @@ def test_kernels_match_the_reference_in_the_interpreter():
     assert not bad, f"err/bound > 1: {bad}"
 
 
+def test_each_architecture_of_the_default_build_compiles_and_reports_its_resources():
+    """Triton writes the sm_90/100/120 PTX for their 'a' targets (sm_120a: ptxas refuses it as sm_120); a
+    build for the default CUDA architectures (CMakeLists.txt: 75 to 120) compiles each."""
+    mod = triton_aot.kernels()
+    for cc in (75, 80, 86, 89, 90, 100, 120):
+        k, _ = triton_aot.compile_one(mod, "skip_layer_norm_no_sum", "float16", 768, cc)
+        res = triton_aot.ptxas_resources(k.asm["ptx"], cc)
+        assert 0 < res["registers"] <= 255 and res["spill_stores"] == 0, (cc, res)
+
+
 def test_every_form_compiles_for_sm90_without_spills(tmp_path):
     """Each shape twice: for large launches and (small) for launches of a few rows (8192: the widest
     small-launch rows kernel)."""
