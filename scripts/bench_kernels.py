@@ -91,7 +91,7 @@ def bench(args):
                 ours, chain, cargs, liger, nbytes = make_group_norm(op, shape, dt) if shape else make_op(op, rows, h, dt)
                 est = nbytes / 3.5e12 + 3e-6
                 rec = {"op": op, "dtype": dname, "rows": rows, "hidden": h, "bytes": nbytes,
-                       "variant": skip_norm.variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows, sum=with_sum(op))
+                       "variant": skip_norm.variant(KNAME[dname], *norm_kind(op), h, dname != "fp32", rows, output_sum=with_sum(op))
                        if op in NORM_OPS else None}
                 if shape:
                     rec["shape"] = "x".join(map(str, shape))
@@ -174,9 +174,9 @@ def sweep(args, wrong: dict):
                 nbytes = make_op(op, 2, h, dt)[4] - make_op(op, 1, h, dt)[4]  # per row, weights excluded
                 copy = copy_time(nbytes * rows)
                 times, fp32w = {}, {}  # 16-bit: with weights in the I/O dtype (what plugins run), and FP32 only
-                chosen = skip_norm.variant(kname, *norm_kind(op), h, dname != "fp32", rows, sum=with_sum(op))
+                chosen = skip_norm.variant(kname, *norm_kind(op), h, dname != "fp32", rows, output_sum=with_sum(op))
                 weights = ((True, times), (False, fp32w)) if dname != "fp32" else ((False, times),)
-                for v in skip_norm.candidates(kname, *norm_kind(op), h, sum=with_sum(op)):
+                for v in skip_norm.candidates(kname, *norm_kind(op), h, output_sum=with_sum(op)):
                     if args.looped_only and v != chosen and not (LOOP <= v & 15 < LOOP + 3 and v & HOIST):
                         continue
                     for io, into in weights[:1] if args.looped_only else weights:

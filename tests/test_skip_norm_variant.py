@@ -89,3 +89,7 @@ def test_the_aot_variant_is_named_by_the_library_and_picked_only_with_a_cubin():
                 v = skip_norm.variant(dtype, "layer", False, hidden, io)
                 assert v != aot and v == skip_norm.variant(dtype, "layer", False, hidden, io, aot=False)
             assert aot not in skip_norm.candidates(dtype, "rms", True, hidden)
+            for skip, output_sum in ((True, False), (False, True)):  # the sum output is the launch's own choice
+                v = skip_norm.variant(dtype, "layer", skip, hidden, output_sum=output_sum)
+                assert v == skip_norm.variant(dtype, "layer", skip, hidden, aot=False)
+                assert aot not in skip_norm.candidates(dtype, "layer", skip, hidden, output_sum=output_sum)

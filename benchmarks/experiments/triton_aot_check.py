@@ -110,7 +110,7 @@ def main(argv=None) -> int:
                 dt, rms, sk, su = getattr(torch, dtype), bool(sw["RMS"]), bool(sw["SKIP"]), bool(sw["SUM"])
                 norm = "rms" if rms else "layer"
                 row = dict(form=form, dtype=dtype, hidden=hidden)
-                if aot not in skip_norm.candidates(dtype, norm, sk, hidden, sum=su):
+                if aot not in skip_norm.candidates(dtype, norm, sk, hidden, output_sum=su):
                     rows_out.append({**row, "mismatch": "no cubin for this device in the library"})
                     continue
                 rows = rows or max(1, a.mib * 2**20 // (hidden * dt.itemsize))

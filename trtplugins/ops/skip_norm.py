@@ -231,14 +231,14 @@ def raw_kernel(dtype, x: int, skip: int, bias: int, gamma: int, beta: int, y: in
 
 
 def variant(dtype, norm: str, skip: bool, hidden: int, io_weights: bool = False, rows: int | None = None,
-            aot: bool = True, sum: bool | None = None) -> int:
+            aot: bool = True, output_sum: bool | None = None) -> int:
     """The kernel variant the plugin picks for (dtype, norm, a skip input or not, hidden) when configured;
     io_weights: its gamma/beta are exact in the 16-bit dtype (launches get gamma_io/beta_io); rows: a
     launch's row count (None: a large one; launches of <= small_elems() elements run another variant);
-    aot False: among the CUDA kernels alone (not aot_variant(), where the library picks that); sum: the
-    sum output too (None: with a skip input)."""
+    aot False: among the CUDA kernels alone (not aot_variant(), where the library picks that);
+    output_sum: the launch writes the sum too (None: with a skip input)."""
     return kernels.load().trtp_skip_norm_variant(kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm"), skip,
-                                                 skip if sum is None else sum, hidden, io_weights,
+                                                 skip if output_sum is None else output_sum, hidden, io_weights,
                                                  -1 if rows is None else rows, aot)
 
 
@@ -252,12 +252,12 @@ def small_elems() -> int:
     return kernels.load().trtp_skip_norm_small_elems()
 
 
-def candidates(dtype, norm: str, skip: bool, hidden: int, sum: bool | None = None) -> list[int]:
-    """Every kernel variant this build has that can run rows of `hidden` elements (benchmarks, tests); sum:
-    the sum output too (None: with a skip input)."""
+def candidates(dtype, norm: str, skip: bool, hidden: int, output_sum: bool | None = None) -> list[int]:
+    """Every kernel variant this build has that can run rows of `hidden` elements (benchmarks, tests);
+    output_sum: the launch writes the sum too (None: with a skip input)."""
     buf = (ctypes.c_int * 256)()
     n = kernels.load().trtp_skip_norm_candidates(kernels.dtype_id(dtype), kernels.lookup(NORM_IDS, norm, "norm"), skip,
-                                                 skip if sum is None else sum, hidden, buf, 256)
+                                                 skip if output_sum is None else output_sum, hidden, buf, 256)
     return list(buf[:min(n, 256)])
 
 
