@@ -86,8 +86,8 @@ def candidates(hidden: int, dtype: str) -> list[dict]:
 
 def config(hidden: int, dtype: str, form: str | None = None, table: dict | None = None) -> dict:
     """Launch geometry for a hidden size: the measured table's (form, dtype, hidden) entry where it has
-    one (or the form it is TUNED_AS has), else Inductor's kind: rows whole in registers, several rows per program while a program holds
-    at most 4096 values (8192 for 16-bit), else one row looped."""
+    one (or the form it is TUNED_AS has), else Inductor's kind: rows whole in registers, several rows per
+    program while a program holds at most 4096 values (8192 for 16-bit), else one row looped."""
     for f in (form, TUNED_AS.get(form)) if table and form else ():
         if f and key(f, dtype, hidden) in table:
             return dict(table[key(f, dtype, hidden)])
@@ -239,7 +239,7 @@ def emit_cpp(manifest: list[dict], out: Path, path: Path, picked: dict | None = 
     lines += ["} // namespace", "", f"const Cubin kCubins[{max(1, len(manifest))}] = {{"]
     for i, m in enumerate(manifest):
         small = m.get("small", 0)
-        won = picked.get(m["arch"], {}).get(key(m["form"], m["dtype"], m["hidden"], small))  # a run's picks(): FP32
+        won = picked.get(m["arch"], {}).get(key(m["form"], m["dtype"], m["hidden"], small))  # without weights (one run's picks()): FP32
         bits = 0 if won is None else sum(PICK_WEIGHTS[w] for w in won.get("weights", ["fp32"]))
         lines.append(f'    {{kCubinSkipNorm, {list(FORMS).index(m["form"])}, {DTYPE_IDS[m["dtype"]]}, {m["hidden"]}, {small}, '
                      f'{m["arch"][3:]}, {m["XBLOCK"]}, {m["num_warps"]}, {m["shared"]}, '

@@ -131,7 +131,6 @@ def norm_kind(op):
     return ("layer" if "layer" in op else "rms"), op.startswith("skip")
 
 
-
 def sweep_group_norm(args, wrong: dict):
     """Every GroupNorm plan at each GN point (ours only): which one the plugin picks, which is best."""
     out = []

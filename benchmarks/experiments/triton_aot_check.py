@@ -130,7 +130,7 @@ def main(argv=None) -> int:
                 row["picked_us"] = 1e6 * graph_time(lambda: run(-1), nbytes / 3e12)  # the launch's own choice
                 if dt != torch.float32:  # ours and the pick with the weights' 16-bit copies too
                     io = dict(gamma_io=g.to(dt), beta_io=None if rms else b.to(dt))
-                    vio = skip_norm.variant(dtype, norm, sk, hidden, io_weights=True, rows=rows, aot=False)  # sum: CUDA's alike
+                    vio = skip_norm.variant(dtype, norm, sk, hidden, io_weights=True, rows=rows, aot=False)
                     row["ours_io_us"] = 1e6 * graph_time(lambda: run(vio, **io), nbytes / 3e12)
                     row["picked_io_us"] = 1e6 * graph_time(lambda: run(-1, **io), nbytes / 3e12)
                 if a.compile:
