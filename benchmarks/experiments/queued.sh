@@ -3,10 +3,11 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: aot_io.sh full and check first (benchmarks/experiments/aot_io.sh), then norms, smallbench, gnbig, gn,
-# retune, torch; run 10 on 2026-12-06 ran gnab (cf_silu landed, stage_chunks dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
+# biasncu, retune, torch; run 10 on 2026-12-06 ran gnab (cf_silu landed, stage_chunks dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
 # run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
 # tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
+#   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
@@ -171,6 +172,13 @@ case ${1:-} in
          # weights' 16-bit copies, as a 16-bit export's plugin has them), beside the compile and Liger
          timeout 560 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
            --dtypes ${DTYPES:-fp16} --odd --no-small --out "$OUT/norms" > "$OUT/norms.log" 2>&1; tail -6 "$OUT/norms.log" ;;
+  biasncu) gpu_library # issue 34's bias+activation misses (run 10: 0.965-0.979x compile, ours 97-99% of copy): ours
+           # and the compiled kernel under ncu at each, side by side
+           pts="bias_relu6:fp16:24576x2048 bias_relu6:fp16:12288x4096 bias_relu6:fp16:9984x5120 bias_gelu:fp32:32768x768
+                bias_gelu:fp32:8192x3072 bias_gelu:fp32:6144x4096 bias_gelu:fp32:3072x8192 bias_gelu:fp32:2048x12288
+                bias_gelu:fp32:1536x16384 bias_relu6:bf16:6144x8192 bias_relu6:fp32:5120x5120"
+           timeout 540 python3 scripts/profile_kernels.py --points $(for p in $pts; do echo "$p $p:compile"; done) \
+             --out "$OUT/biasncu" > "$OUT/biasncu.log" 2>&1; tail -30 "$OUT/biasncu.log" ;;
   smallbench) aot_library # issue 34's small-launch target (within 0.2 us of the compile at every point): the
               # small launches of the four norms, every dtype, through the AOT library with its picks, beside
               # the max-autotune compile
