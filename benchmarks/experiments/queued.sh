@@ -2,11 +2,19 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: aot_io.sh full and check first (benchmarks/experiments/aot_io.sh), then norms, smallbench, gnbig, gn,
+# Steps (next: aotfull, then aotcheck (after committing aotfull's table), norms, smallbench, gnbig, gn,
 # biasncu, retune, torch; run 10 on 2026-12-06 ran gnab (cf_silu landed, stage_chunks dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
 # run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
 # tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
+#   aotfull  the AOT kernels against ours with FP32 weights and with their 16-bit copies (a 16-bit export's), every
+#            form and dtype: SkipNorm's GPU tests through the AOT library, three large runs and a small-launch
+#            run (1 and 64 rows) of triton_aot_check; $OUT/commit/ holds what benchmarks/triton_aot/ commits
+#            (triton_aot.json: the first large run; triton_aot_io.json: the three runs' 16-bit rows;
+#            triton_aot_small.json) and their table, triton_picks.json (for plugin_src/ops/skip_norm/); then the
+#            small launches of the four norms (FP16) beside the max-autotune compile
+#   aotcheck with that table committed: the tests again and the picks at 4096-8192 (picked io us == AOT us
+#            where the table says io)
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
@@ -71,6 +79,12 @@ small_beside_compile() { # DIR SECONDS
   timeout "$2" python3 benchmarks/experiments/triton_aot_check.py --out "$1" --rows 1 64 --hiddens 768 4096 \
     --dtypes float16 --forms layer_norm skip_layer_norm > "$1/small.log" 2>&1; grep "^|" "$1/small.log"
 }
+# SkipNorm's GPU tests through the library on this shell's path
+skip_norm_tests() {
+  timeout 90 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "skip_norm and not plugin and not torch" \
+    > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
+}
+aot_check="python3 benchmarks/experiments/triton_aot_check.py --no-compile"
 gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
 case ${1:-} in
   tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
@@ -179,6 +193,30 @@ case ${1:-} in
                 bias_gelu:fp32:1536x16384 bias_relu6:bf16:6144x8192 bias_relu6:fp32:5120x5120"
            timeout 540 python3 scripts/profile_kernels.py --points $(for p in $pts; do echo "$p $p:compile"; done) \
              --out "$OUT/biasncu" > "$OUT/biasncu.log" 2>&1; tail -30 "$OUT/biasncu.log" ;;
+  aotfull) SETUP_ONLY=1 bash $batch; aot_library; skip_norm_tests # SETUP_ONLY: the wheels (Liger for the small table)
+           for i in 1 2 3; do timeout 80 $aot_check --dtypes float32 float16 bfloat16 --out "$OUT/large$i" > "$OUT/large$i.log" 2>&1; done
+           timeout 150 $aot_check --dtypes float32 float16 bfloat16 --rows 1 64 --out "$OUT/small" > "$OUT/small.log" 2>&1
+           mkdir -p "$OUT/commit" && python3 - "$OUT" <<'PY'
+import json, sys
+from pathlib import Path
+sys.path.insert(0, "plugin_src")
+import triton_aot
+out = Path(sys.argv[1])
+runs = [json.loads((out / f"large{i}" / "triton_aot.json").read_text()) for i in (1, 2, 3)]
+files = {"triton_aot.json": runs[0], "triton_aot_io.json": [r for run in runs for r in run if r["dtype"] != "float32"],
+         "triton_aot_small.json": json.loads((out / "small" / "triton_aot_small.json").read_text())}
+for name, rows in files.items():
+    (out / "commit" / name).write_text(json.dumps(rows, indent=1) + "\n")
+picks = triton_aot.committed_picks(out / "commit")
+(out / "commit" / "triton_picks.json").write_text(json.dumps(picks, indent=1) + "\n")
+print({k: len(v) for k, v in picks.items()}, "picked")
+PY
+           grep "^|" "$OUT/large1.log" | grep -E "no_sum|^\| form"; grep "^|" "$OUT/small.log" | grep -E "no_sum|^\| form"
+           timeout 100 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm --dtypes fp16 \
+             --hiddens --odd --out "$OUT/smallbench" > "$OUT/smallbench.log" 2>&1; tail -2 "$OUT/smallbench.log" ;;
+  aotcheck) aot_library; skip_norm_tests
+            timeout 60 $aot_check --dtypes float16 bfloat16 --hiddens 4096 5120 8192 --out "$OUT/check" > "$OUT/check.log" 2>&1
+            grep "^|" "$OUT/check.log" ;;
   smallbench) aot_library # issue 34's small-launch target (within 0.2 us of the compile at every point): the
               # small launches of the four norms, every dtype, through the AOT library with its picks, beside
               # the max-autotune compile
@@ -196,13 +234,12 @@ case ${1:-} in
   land) aot_library # what run 9 landed: SkipNorm's GPU tests through the AOT library with the small-launch picks,
         # the small launches' picked times, then the GPU tests of GroupNorm and the SiLU's users and the
         # resident GroupNorm under memcheck and racecheck
-        timeout 90 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "skip_norm and not plugin and not torch" \
-          > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
+        skip_norm_tests
         timeout 45 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT/small" --rows 1 64 --no-compile --dtypes float16 \
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
         TESTS="(group_norm or gated or silu) and not plugin and not beyond" TEST_TIMEOUT=230 \
           SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
-  *) sed -n '2,48p' "$0"; exit 2 ;;
+  *) sed -n '2,56p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
