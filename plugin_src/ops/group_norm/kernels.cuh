@@ -221,14 +221,7 @@ __device__ __forceinline__ void normalize(const Gn<T>& a, const Chunk<T>& c, flo
     withSilu(a.act, [&](auto act) {
         forEachPack<T, VEC, SKIP, U>(a, c, [&](const float (&s)[VEC], int32_t q, int32_t off) {
             const float sc = rstd * __ldg(c.gamma + q), sh = c.beta ? __ldg(c.beta + q) : 0.f;
-            if (c.sum) storeFloats<T, VEC>(c.sum + off, s);
-            float o[VEC];
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                o[e] = fmaf(s[e] - mean, sc, sh);
-                if constexpr (decltype(act)::value) o[e] = silu(o[e]);
-            }
-            storeFloats<T, VEC>(c.y + off, o);
+            storeNormalized<decltype(act)::value>(c.y, c.sum, off, s, mean, sc, sh);
         });
     });
 }

@@ -76,6 +76,19 @@ template <class T, int VEC> __device__ __forceinline__ void storeFloats(T* dst, 
     }
 }
 
+// One channel's pack at offset o: stores s there in sum (when given) and y = act((s - mean) * sc + sh).
+template <bool SILU, class T, int VEC, class I>
+__device__ __forceinline__ void storeNormalized(T* y, T* sum, I o, const float (&s)[VEC], float mean, float sc, float sh) {
+    if (sum) storeFloats<T, VEC>(sum + o, s);
+    float w[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+        w[e] = fmaf(s[e] - mean, sc, sh);
+        if constexpr (SILU) w[e] = silu(w[e]);
+    }
+    storeFloats<T, VEC>(y + o, w);
+}
+
 // Sums of two values over the block, in a fixed order; every thread gets them. `red`: 2 x 32 floats,
 // free again when this returns.
 __device__ __forceinline__ float2 blockSum2(float a, float b, float (*red)[32]) {

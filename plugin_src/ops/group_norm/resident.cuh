@@ -282,14 +282,7 @@ template <bool STREAM, class T, int VEC> __device__ void cfNorm(const Gn<T>& a, 
             cfEach<Src::kLast, STREAM, T, VEC>(a, t, {t.first + p, t.begin(a, p), t.end(a, p)}, true,
                                                [&](const float (&v)[VEC], int32_t c, int64_t o) {
                 const float sc = rstd * __ldg(a.gamma + c), sh = a.beta ? __ldg(a.beta + c) : 0.f;
-                if (a.sum) storeFloats<T, VEC>(a.sum + o, v);
-                float w[VEC];
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) {
-                    w[e] = fmaf(v[e] - mean, sc, sh);
-                    if constexpr (decltype(act)::value) w[e] = silu(w[e]);
-                }
-                storeFloats<T, VEC>(a.y + o, w);
+                storeNormalized<decltype(act)::value>(a.y, a.sum, o, v, mean, sc, sh);
             });
         });
     }
