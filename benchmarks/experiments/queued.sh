@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: aotfull, then gn, gnab, aotcheck (after committing aotfull's table), norms, smallbench, gnbig,
+# Steps (next: aotfull, then gnab, gn, aotcheck (after committing aotfull's table), norms, smallbench, gnbig,
 # biasncu, retune, torch; run 10 on 2026-12-06 ran gnab (cf_silu landed, stage_chunks dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
 # run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
 # tests2 and torch).
