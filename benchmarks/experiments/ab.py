@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PATCHES = Path(os.environ.get("AB_PATCHES", HERE))  # where NAME.patch is looked for (tests: elsewhere)
 # Built, checked statically, not yet run on the device (RESULTS.md, "Targets still missed"): CI checks they apply.
-PENDING: tuple[str, ...] = ("walk_packs", "seg_sync")
+PENDING: tuple[str, ...] = ()
 BENCHES = {"kernels": "bench_kernels.py", "group_norm": "bench_group_norm.py"}
 GN_COLUMNS = ("ours_cl", "ours_cf", "resident_cl_whole", "resident_cl_windows")  # ours, and the forced plans
 TOP_SKIP = shutil.ignore_patterns(".git", "build", "build-*", ".cache", ".whl", ".trt", ".venv*")  # the root's own

@@ -2,8 +2,9 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: aotfull, then gnab, gn, aotcheck (after committing aotfull's table), norms, smallbench, gnbig,
-# biasncu, retune, torch; run 10 on 2026-12-06 ran gnab (cf_silu landed, stage_chunks dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
+# Steps (next: aotcheck (aotfull's picks, committed), smallbench, gn, norms, gnbig, biasncu, retune, torch; run 11
+# on 2026-12-06 ran aotfull and gnab (walk_packs and seg_sync dropped); run 10 gnab (cf_silu landed, stage_chunks
+# dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
 # run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
 # tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
@@ -13,9 +14,6 @@
 #            (triton_aot.json: the first large run; triton_aot_io.json: the three runs' 16-bit rows;
 #            triton_aot_small.json) and their table, triton_picks.json (for plugin_src/ops/skip_norm/); then the
 #            small launches of the four norms (FP16) beside the max-autotune compile
-#   gnab     the pending GroupNorm patches: walk_packs (both layouts' walks one function), then seg_sync on top (the
-#            fused plans meet per segment instead of at a grid barrier): A/B of the quick benchmark, then the
-#            GroupNorm GPU tests through the library with both
 #   aotcheck with that table committed: the tests again and the picks at 4096-8192 (picked io us == AOT us
 #            where the table says io)
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
@@ -217,14 +215,6 @@ PY
            grep "^|" "$OUT/large1.log" | grep -E "no_sum|^\| form"; grep "^|" "$OUT/small.log" | grep -E "no_sum|^\| form"
            timeout 100 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm --dtypes fp16 \
              --hiddens --odd --out "$OUT/smallbench" > "$OUT/smallbench.log" 2>&1; tail -2 "$OUT/smallbench.log" ;;
-  gnab) # the pending GroupNorm patches (ab.py PENDING), the second on top of the first: A/B of the quick benchmark
-        # (FP16), then the GroupNorm GPU tests of both layouts through the library with both
-        SETUP_ONLY=1 bash $batch
-        timeout 400 python3 benchmarks/experiments/ab.py walk_packs walk_packs+seg_sync --bench group_norm --repeat 2 \
-          --timeout 90 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|ours_c" "$OUT/ab.log" | tail -30
-        TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-walk_packs+seg_sync/libtrtplugins_kernels.so timeout 150 python3 -m pytest -m gpu \
-          tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py -q -p no:cacheprovider \
-          -k "not plugin and not beyond" > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
   aotcheck) aot_library; skip_norm_tests
             timeout 60 $aot_check --dtypes float16 bfloat16 --hiddens 4096 5120 8192 --out "$OUT/check" > "$OUT/check.log" 2>&1
             grep "^|" "$OUT/check.log" ;;
@@ -250,7 +240,7 @@ PY
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
         TESTS="(group_norm or gated or silu) and not plugin and not beyond" TEST_TIMEOUT=230 \
           SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
-  *) sed -n '2,59p' "$0"; exit 2 ;;
+  *) sed -n '2,57p' "$0"; exit 2 ;;
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
