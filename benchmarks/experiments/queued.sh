@@ -12,7 +12,7 @@
 #            form and dtype: SkipNorm's GPU tests through the AOT library, three large runs and a small-launch
 #            run (1 and 64 rows) of triton_aot_check; $OUT/commit/ holds what benchmarks/triton_aot/ commits
 #            (triton_aot.json: the first large run; triton_aot_io.json: the three runs' 16-bit rows;
-#            triton_aot_small.json) and their table, triton_picks.json (for plugin_src/ops/skip_norm/); then the
+#            triton_aot_small.json) and their tables (.md), triton_picks.json (for plugin_src/ops/skip_norm/); then the
 #            small launches of the four norms (FP16) beside the max-autotune compile
 #   aotcheck with that table committed: the tests again and the picks at 4096-8192 (picked io us == AOT us
 #            where the table says io)
@@ -200,14 +200,16 @@ case ${1:-} in
            mkdir -p "$OUT/commit" && python3 - "$OUT" <<'PY'
 import json, sys
 from pathlib import Path
-sys.path.insert(0, "plugin_src")
+sys.path[:0] = ["plugin_src", "benchmarks/experiments"]
 import triton_aot
+from triton_aot_check import table
 out = Path(sys.argv[1])
 runs = [json.loads((out / f"large{i}" / "triton_aot.json").read_text()) for i in (1, 2, 3)]
 files = {"triton_aot.json": runs[0], "triton_aot_io.json": [r for run in runs for r in run if r["dtype"] != "float32"],
          "triton_aot_small.json": json.loads((out / "small" / "triton_aot_small.json").read_text())}
 for name, rows in files.items():
     (out / "commit" / name).write_text(json.dumps(rows, indent=1) + "\n")
+    (out / "commit" / name).with_suffix(".md").write_text(table(rows))
 picks = triton_aot.committed_picks(out / "commit")
 (out / "commit" / "triton_picks.json").write_text(json.dumps(picks, indent=1) + "\n")
 print({k: len(v) for k, v in picks.items()}, "picked")
