@@ -18,7 +18,7 @@ from torch import nn  # noqa: E402
 
 from trtplugins import ops  # noqa: E402
 from trtplugins.graph import evaluate  # noqa: E402
-from trtplugins.torch import FusedGroupNorm, FusedLayerNorm, FusedRMSNorm, export, fuse  # noqa: E402
+from trtplugins.torch import FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm, export, fuse  # noqa: E402
 
 from torch_models import UNET_ARGS, llama, randomize, unet  # noqa: E402
 
@@ -93,8 +93,10 @@ def test_fuse_unet_folds_the_silu_where_the_block_shows_it():
         got = model(*UNET_ARGS).sample
     torch.testing.assert_close(got, want, **FP32)
     groups = [n for n, m in model.named_modules() if isinstance(m, FusedGroupNorm)]
-    assert report.counts() == {"GroupNorm -> FusedGroupNorm": len(groups), "LayerNorm -> FusedLayerNorm": 12}
+    assert report.counts() == {"GroupNorm -> FusedGroupNorm": len(groups), "LayerNorm -> FusedLayerNorm": 12,
+                               "GEGLU -> FusedGatedLinear": 4}
     assert not any(isinstance(m, (nn.GroupNorm, nn.LayerNorm)) for m in model.modules())
+    assert all(r["activation"] == "gelu" and r["gate"] == "second" for r in report.replaced if "gate" in r)
     resnets = [m for m in model.modules() if type(m).__name__ == "ResnetBlock2D"]
     folded = {r["module"]: r["silu"] for r in report.replaced if "silu" in r}
     assert len(folded) == 2 * len(resnets) + 1 == report.silu_folded() - len(resnets)  # norm2: two branches
@@ -174,6 +176,71 @@ def test_fuse_folds_an_add_into_the_group_norm_skip():
     assert not report.left
     unfolded = randomize(_AddThenNorm())
     assert fuse(unfolded, skip=False).skip_folded() == 0 and "forward" not in vars(unfolded)
+
+
+class _GatedFirst(nn.Module):
+    """relu(first half) * second half of a projection without bias; named like a gated unit."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(12, 10, bias=False)
+
+    def forward(self, x):
+        g, a = self.lin(x).chunk(2, -1)
+        return torch.relu(g) * a
+
+
+class _TwoLinearGLU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(6, 4), nn.Linear(6, 4)
+
+    def forward(self, x):
+        return self.a(x) * torch.sigmoid(self.b(x))
+
+
+class _NotGLU(nn.Module):
+    """One projection, but its halves added: a gated unit's name and parts, not its behaviour."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 8)
+
+    def forward(self, x):
+        a, g = self.proj(x).chunk(2, -1)
+        return a + g
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_fuse_replaces_gated_units_by_behaviour(dtype):
+    """diffusers' GEGLU and SwiGLU and a module of one's own, each found by a probe (activation, which
+    half is gated); modules named like one that are not, left with why. Outputs: the FP32 bound, and for
+    16-bit the kernels' bounds (tests/gpu/test_kernels.py: FP16 2e-3, BF16 1.6e-2, abs + rel)."""
+    from diffusers.models import activations
+
+    dt = getattr(torch, dtype)
+    torch.manual_seed(0)
+    model = nn.Sequential(activations.GEGLU(12, 16), nn.Linear(16, 12), activations.SwiGLU(12, 8), nn.Linear(8, 12),
+                          type("MyGLU", (_GatedFirst,), {})(), nn.Linear(5, 6), type("PairGLU", (_TwoLinearGLU,), {})(),
+                          type("SumGLU", (_NotGLU,), {})()).to(dt)
+    x = torch.randn(3, 7, 12).to(dt)
+    with torch.no_grad():
+        want = model(x)
+        report = fuse(model)
+        got = model(x)
+    bound = {"float32": FP32, "float16": dict(atol=2e-3, rtol=2e-3), "bfloat16": dict(atol=1.6e-2, rtol=1.6e-2)}
+    torch.testing.assert_close(got, want, **bound[dtype])
+    assert [(r["module"], r["from"], r["activation"], r["gate"]) for r in report.replaced] == [
+        ("0", "GEGLU", "gelu", "second"), ("2", "SwiGLU", "silu", "second"), ("4", "MyGLU", "relu", "first")]
+    assert isinstance(model[0], FusedGatedLinear) and model[0].proj.weight.dtype == dt
+    assert {r["module"]: r["reason"] for r in report.left} == {
+        "6": "no fused op for it (a gated unit here holds one nn.Linear and parameterless activations)",
+        "7": "probe: not a * act(g) of its projection's halves for act in silu, gelu, gelu_tanh, relu"}
+    assert fuse(model).counts() == {}
+    kept = nn.Sequential(activations.GEGLU(12, 16))
+    assert fuse(kept, gated=False).counts() == {} and type(kept[0]).__name__ == "GEGLU"
+    with pytest.raises(ValueError, match="odd count has no two halves"):
+        FusedGatedLinear(nn.Linear(4, 5), "gelu")
 
 
 def test_fused_models_compile_with_fullgraph():
@@ -275,8 +342,8 @@ def test_export_unet_as_plugin_nodes_and_build_with_tensorrt_rtx(tmp_path, dynam
     names = ["sample", "timestep", "encoder_hidden_states"]
     onnx_model = export(model, UNET_ARGS, dynamo=dynamo, input_names=names)
     nodes = _plugin_nodes(onnx_model)
-    counts = {p: sum(n.op_type == p for n in nodes) for p in ("GroupNorm", "SkipNorm")}
-    assert counts == {"GroupNorm": report.counts()["GroupNorm -> FusedGroupNorm"], "SkipNorm": 12}
+    counts = {p: sum(n.op_type == p for n in nodes) for p in ("GroupNorm", "SkipNorm", "GatedActivation")}
+    assert counts == {"GroupNorm": report.counts()["GroupNorm -> FusedGroupNorm"], "SkipNorm": 12, "GatedActivation": 4}
     silu = [n for n in nodes if any(a.name == "activation" and a.s == b"silu" for a in n.attribute)]
     assert len(silu) == sum("silu" in r for r in report.replaced)  # each norm runs one of its folded call sites
     assert not [n for n in onnx_model.graph.node if n.op_type in ("InstanceNormalization", "GroupNormalization",

@@ -149,7 +149,8 @@ def _block(torch):
 @pytest.mark.gpu
 def test_eager_calls_past_the_dispatcher_equal_it(torch):
     """trtplugins.torch.<op> in eager goes straight to the CUDA implementation: the same outputs, bit
-    for bit, as torch.ops.trtplugins.<op>; a call that needs a gradient still raises the op's error."""
+    for bit, as torch.ops.trtplugins.<op>; a call that needs a gradient still raises the op's error.
+    Weights change in place between calls (their FP32 copies follow)."""
     import trtplugins.torch as tt
 
     T = _ops(torch)
@@ -170,6 +171,9 @@ def test_eager_calls_past_the_dispatcher_equal_it(torch):
             ht, xl = h.transpose(0, 1), x.contiguous(memory_format=torch.channels_last)  # not contiguous
             assert tt.skip_norm(ht, gamma=hw, norm="rms").equal(T.skip_norm(ht.contiguous(), gamma=hw, norm="rms")[0])
             assert tt.group_norm(xl, num_groups=8, gamma=w).equal(T.group_norm(x, num_groups=8, gamma=w)[0])
+            for args, gb in (((h,), hw[:48]), ((h, h.flip(0)), hw)):  # one tensor's halves, two tensors
+                assert tt.gated_activation(*args, activation="gelu", gate="second", gate_bias=gb).equal(
+                    T.gated_activation(*args, activation="gelu", gate="second", gate_bias=gb))
     with pytest.raises(RuntimeError, match="trtplugins::skip_norm has no backward"):
         tt.skip_norm(h, gamma=hw.clone().requires_grad_(), norm="rms")
     with pytest.raises(ValueError, match="gamma must be 96 float32 values"):

@@ -248,13 +248,21 @@ ACTIVATION_IDS = spec(GATED_ACTIVATION).enum_ids("activation")
 GATE_IDS = spec(GATED_ACTIVATION).enum_ids("gate")
 
 
+def launcher(dtype, rows: int, width: int, activation, gate="first"):
+    """raw_kernel with all but the pointers resolved once: launch(x, x2, gate_bias, linear_bias, y, stream)
+    -> the C entry's code."""
+    fn, dt = kernels.load().trtp_gated_activation, kernels.dtype_id(dtype)
+    act, which = kernels.lookup(ACTIVATION_IDS, activation, "activation"), kernels.lookup(GATE_IDS, gate, "gate")
+
+    def launch(x, x2, gate_bias, linear_bias, y, stream):
+        return fn(dt, x, x2 or None, gate_bias or None, linear_bias or None, y, rows, width, act, which, stream or None)
+    return launch
+
+
 def raw_kernel(dtype, x: int, x2: int, gate_bias: int, linear_bias: int, y: int, rows: int, width: int,
                          activation, gate="first", stream: int = 0):
-    code = kernels.load().trtp_gated_activation(
-        kernels.dtype_id(dtype), x, x2 or None, gate_bias or None, linear_bias or None, y, rows, width,
-        kernels.lookup(ACTIVATION_IDS, activation, "activation"), kernels.lookup(GATE_IDS, gate, "gate"), stream or None,
-    )
-    kernels.check(code, "gated_activation")
+    launch = launcher(dtype, rows, width, activation, gate)
+    kernels.check(launch(x, x2, gate_bias, linear_bias, y, stream), "gated_activation")
 
 
 def kernel(x, x2=None, *, activation: str = "silu", gate: str = "first", gate_bias=None,

@@ -121,6 +121,7 @@ def _fields(spec_name: str) -> dict:
 
 _GN = _fields("GroupNorm")
 _SN = _fields("SkipNorm")
+_GA = _fields("GatedActivation")
 
 
 def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
@@ -181,6 +182,27 @@ def _skip_norm_launch(x, skip, norm, epsilon, output_sum, io):
     return launch
 
 
+def _gated_launch(x, x2, activation, gate):
+    """GatedActivation's launch for x (and x2 shaped like x), made contiguous (None: not this path)."""
+    last = x.shape[-1] if x.dim() else 0
+    if not last or (x2 is None and last % 2) or (x2 is not None and x2.shape != x.shape):
+        return None
+    width = last if x2 is not None else last // 2
+    shape = (*x.shape[:-1], width)
+    index = x.device.index
+    run = _gated_activation.launcher(kernels.dtype_name(x), x.numel() // last, width, activation, gate)
+
+    def launch(x, x2, gate_bias, linear_bias):
+        x, x2 = x.contiguous(), None if x2 is None else x2.contiguous()
+        gb, lb = _weight(gate_bias, x, width, "gate_bias"), _weight(linear_bias, x, width, "linear_bias")
+        y = torch.empty(shape, dtype=x.dtype, device=x.device)
+        code = run(x.data_ptr(), _ptr(x2), _p32(gb), _p32(lb), y.data_ptr(), kernels.current_stream(index))
+        if code:
+            kernels.check(code, "gated_activation")
+        return y
+    return launch
+
+
 def _ptr(t) -> int:
     return 0 if t is None else t.data_ptr()
 
@@ -192,11 +214,12 @@ def _p32(w: _Weight | None) -> int:
 def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
     """An eager CUDA call of op `name`: through its signature's prepared launch, or `checked` (the
     implementation that checks everything) on the signature's first call and where none applies."""
-    x, skip = args[0], args[1] if len(args) > 1 else kwargs.get("skip")
+    x, skip = args[0], args[1] if len(args) > 1 else kwargs.get("x2" if name == "gated_activation" else "skip")
+    second = None if skip is None else (skip.shape, skip.stride())
     if name == "group_norm":
         f = {**_GN, **kwargs}
-        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), None if skip is None else (skip.shape, skip.stride()),
-               f["num_groups"], f["activation"], f["epsilon"], f["output_sum"])
+        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), second, f["num_groups"], f["activation"],
+               f["epsilon"], f["output_sum"])
         make = lambda: _group_norm_launch(x, skip, f["num_groups"], f["activation"], f["epsilon"],  # noqa: E731
                                           f["output_sum"])
         weights = (f["gamma"], f["beta"], f["bias"])
@@ -204,10 +227,14 @@ def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
         f = {**_SN, **kwargs}
         g, b = f["gamma"], f["beta"]
         io = g is not None and g.dtype == x.dtype and (b is None or b.dtype == x.dtype)
-        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), None if skip is None else (skip.shape, skip.stride()),
-               f["norm"], f["epsilon"], f["output_sum"], io)
+        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), second, f["norm"], f["epsilon"], f["output_sum"], io)
         make = lambda: _skip_norm_launch(x, skip, f["norm"], f["epsilon"], f["output_sum"], io)  # noqa: E731
         weights = (g, b, f["bias"])
+    elif name == "gated_activation":
+        f = {**_GA, **kwargs}
+        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), second, f["activation"], f["gate"])
+        make = lambda: _gated_launch(x, skip, f["activation"], f["gate"])  # noqa: E731
+        weights = (f["gate_bias"], f["linear_bias"])
     else:
         return checked(*args, **kwargs)
     launch = _prepared.get(key, False)
@@ -217,6 +244,7 @@ def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
             _prepared.clear()
         _prepared[key] = make()
         return out
-    if launch is None or weights[0] is None:
+    if (launch is None or (weights[0] is None and name != "gated_activation")  # a norm without gamma
+            or x.get_device() != torch.cuda.current_device()):  # launches run on the current GPU
         return checked(*args, **kwargs)
     return launch(x, skip, *weights)

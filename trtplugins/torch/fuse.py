@@ -17,6 +17,9 @@ replaced and what was left with why.
   alone under `if t is not None:`) directly followed by `h = self.<norm>(h)` becomes
   `h = self.<norm>(x, skip=t)` (diffusers' ResnetBlock2D: the time embedding added before norm2);
   a skip the op cannot take (not x's shape or [N, C, 1, ...], another dtype) is added first at run time.
+- A gated unit -> FusedGatedLinear: a module named *GLU* (diffusers' GEGLU, SwiGLU) holding one nn.Linear
+  and parameterless activations, whose output on a probe input is a * act(g) of the projection's two
+  halves (the activation and which half it gates found by the probe).
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .modules import UNDER_COMPILE, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
+from ..ops import GATED_ACTIVATIONS
+from .cpu import ACTIVATIONS
+from .modules import UNDER_COMPILE, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
 
 EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
-_FUSED = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm)
+_FUSED = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm, FusedGatedLinear)
 _RMS = getattr(nn, "RMSNorm", None)
 
 
@@ -63,10 +68,11 @@ class FuseReport:
         return "\n".join(lines)
 
 
-def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip: bool = True) -> FuseReport:
-    """Replace model's LayerNorm, GroupNorm (+ SiLU where exact, + an add before it as its skip) and
-    RMSNorm modules by the fused ones, in place (their parameters shared, the state_dict unchanged).
-    Returns the report.
+def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip: bool = True,
+         gated: bool = True) -> FuseReport:
+    """Replace model's LayerNorm, GroupNorm (+ SiLU where exact, + an add before it as its skip),
+    RMSNorm and (gated) gated-unit modules by the fused ones, in place (their parameters shared, the
+    state_dict unchanged). Returns the report.
     under_compile: what the fused modules run when torch.compile traces them, "torch" (its own ops,
     which Inductor fuses with their neighbours) or "trtplugins" (our op); see modules.py."""
     if under_compile not in UNDER_COMPILE:
@@ -80,7 +86,7 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip
     for name, m in list(model.named_modules()):
         if not name or isinstance(m, _FUSED):
             continue
-        new, why = _replacement(m)
+        new, why = _replacement(m, gated)
         if new is None:
             if why:
                 report.left.append({"module": name, "type": type(m).__name__, "reason": why})
@@ -91,7 +97,10 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip
             if isinstance(new, FusedGroupNorm):
                 prefix = name.rsplit(".", 1)[0] + "." if "." in name else ""
                 new_groups.setdefault(id(parent), (parent, set(), prefix))[1].add(attr)
-        report.replaced.append({"module": name, "from": type(m).__name__, "to": type(new).__name__})
+        entry = {"module": name, "from": type(m).__name__, "to": type(new).__name__}
+        if isinstance(new, FusedGatedLinear):
+            entry.update(activation=new.activation, gate=new.gate)
+        report.replaced.append(entry)
     if silu or skip:
         by_name = {r["module"]: r for r in report.replaced}
         for parent, attrs, prefix in new_groups.values():
@@ -114,9 +123,11 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip
     return report
 
 
-def _replacement(m: nn.Module) -> tuple[nn.Module | None, str | None]:
-    """The fused module for m, or (None, why it is left; None: not a norm at all)."""
+def _replacement(m: nn.Module, gated: bool = True) -> tuple[nn.Module | None, str | None]:
+    """The fused module for m, or (None, why it is left; None: nothing to fuse at all)."""
     kind = type(m).__name__
+    if gated and "glu" in kind.lower():
+        return _gated(m)
     for base, fused in ((nn.LayerNorm, FusedLayerNorm), (nn.GroupNorm, FusedGroupNorm), (_RMS, FusedRMSNorm)):
         if base is None or not isinstance(m, base):
             continue
@@ -165,6 +176,46 @@ def _probe_rms(m: nn.Module, weight: torch.Tensor, eps: float) -> str | None:
     if not err <= tol:
         return f"probe: not x / sqrt(mean(x^2) + {eps:g}) * weight (relative error {err:.2g} > {tol:g})"
     return None
+
+
+def _gated(m: nn.Module) -> tuple[FusedGatedLinear | None, str | None]:
+    """FusedGatedLinear for a gated unit: one nn.Linear (proj) and parameterless other children, m(x) ==
+    a * act(g) with (a, g) = proj(x).chunk(2, -1) (or swapped) on a probe input; else (None, why)."""
+    children = list(m.children())
+    linears = [c for c in children if type(c) is nn.Linear]
+    if (len(linears) != 1 or next(m.parameters(recurse=False), None) is not None
+            or any(next(c.parameters(), None) is not None for c in children if c is not linears[0])):
+        return None, "no fused op for it (a gated unit here holds one nn.Linear and parameterless activations)"
+    proj = linears[0]
+    if proj.out_features % 2:
+        return None, f"its projection has {proj.out_features} outputs: an odd count has no two halves"
+    w = proj.weight
+    if w.device.type == "meta" or w.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return None, f"cannot probe a {w.dtype} weight on {w.device}"
+    x = torch.randn(8, proj.in_features, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2
+    x, seen = x.to(w.device, w.dtype), []
+    hook = proj.register_forward_hook(lambda _, __, out: seen.append(out))
+    try:
+        with torch.no_grad():
+            out = m(x)
+    except Exception as e:  # a module that is no gated unit may refuse the probe in any way
+        return None, f"probe failed: {type(e).__name__}: {e}".split("\n")[0]
+    finally:
+        hook.remove()
+    if len(seen) != 1 or not isinstance(out, torch.Tensor) or out.shape != (8, proj.out_features // 2):
+        return None, "probe: not one projection whose output's halves give the module's output"
+    halves, out = seen[0].double().cpu().chunk(2, -1), out.double().cpu()
+    tol = 1e-4 if w.dtype == torch.float32 else 2e-2
+    fits = []  # (mean error, activation, gate) of each form within tol
+    for gate, (a, g) in (("second", halves), ("first", halves[::-1])):
+        for act in GATED_ACTIVATIONS:
+            err = (out - a * ACTIVATIONS[act](g)).abs()
+            if err.amax().item() <= tol * max(out.abs().amax().item(), 1e-30):
+                fits.append((err.mean().item(), act, gate))
+    if not fits:
+        return None, f"probe: not a * act(g) of its projection's halves for act in {', '.join(GATED_ACTIVATIONS)}"
+    _, act, gate = min(fits, key=lambda f: f[0])
+    return FusedGatedLinear(proj, act, gate), None
 
 
 # --- SiLU after GroupNorm, an add before it: the parent's forward, rewritten at the call sites -----

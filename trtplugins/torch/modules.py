@@ -1,4 +1,5 @@
-"""Drop-in modules: nn.LayerNorm, RMSNorm and nn.GroupNorm (+ SiLU) as one fused kernel each.
+"""Drop-in modules: nn.LayerNorm, RMSNorm and nn.GroupNorm (+ SiLU) as one fused kernel each, and a
+projection whose halves gate each other (diffusers' GEGLU, SwiGLU) as the projection and one kernel.
 
 Same constructor arguments, parameter names and state_dict as the modules they replace;
 from_module(m) shares m's parameters (no copy: tied weights and the state_dict stay as they
@@ -17,8 +18,10 @@ from torch import nn
 
 from torch.nn import functional as F
 
+from ..ops import GATED_ACTIVATIONS
 from ..ops.group_norm import skip_fits
-from .library import group_norm, skip_norm
+from .cpu import ACTIVATIONS
+from .library import gated_activation, group_norm, skip_norm
 
 UNDER_COMPILE = ("torch", "trtplugins")
 
@@ -156,3 +159,32 @@ class FusedGroupNorm(_Affine):
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"activation={self.activation!r}")
+
+
+class FusedGatedLinear(nn.Module):
+    """A projection whose output's two halves gate each other: (a, g) = proj(x).chunk(2, -1), y = a *
+    act(g) (gate "second": diffusers' GEGLU and SwiGLU), or g's roles swapped (gate "first"). The
+    projection (the nn.Linear, shared) then one GatedActivation kernel in place of the chunk, the
+    activation and the product."""
+
+    under_compile = "torch"  # or "trtplugins": see the module doc
+
+    def __init__(self, proj: nn.Linear, activation: str, gate: str = "second"):
+        super().__init__()
+        if activation not in GATED_ACTIVATIONS or gate not in ("first", "second"):
+            raise ValueError(f"activation {activation!r}, gate {gate!r}: expected one of "
+                             f"{', '.join(GATED_ACTIVATIONS)} and first or second")
+        if proj.out_features % 2:
+            raise ValueError(f"proj has {proj.out_features} outputs: an odd count has no two halves")
+        self.proj, self.activation, self.gate = proj, activation, gate
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.proj(x)
+        if _compiled(self):
+            first, second = h.chunk(2, -1)
+            a, g = (first, second) if self.gate == "second" else (second, first)
+            return a * ACTIVATIONS[self.activation](g)
+        return gated_activation(h, activation=self.activation, gate=self.gate)
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}, gate={self.gate!r}"
