@@ -15,7 +15,7 @@
 #            triton_aot_small.json) and their tables (.md), triton_picks.json (for plugin_src/ops/skip_norm/); then the
 #            small launches of the four norms (FP16) beside the max-autotune compile
 #   aotcheck with that table committed: the tests again and the picks at 4096-8192 (picked io us == AOT us
-#            where the table says io)
+#            where the table says io), then trtplugins.torch's GPU tests (fuse's gated units) through that library
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
@@ -219,7 +219,10 @@ PY
              --hiddens --odd --out "$OUT/smallbench" > "$OUT/smallbench.log" 2>&1; tail -2 "$OUT/smallbench.log" ;;
   aotcheck) aot_library; skip_norm_tests
             timeout 60 $aot_check --dtypes float16 bfloat16 --hiddens 4096 5120 8192 --out "$OUT/check" > "$OUT/check.log" 2>&1
-            grep "^|" "$OUT/check.log" ;;
+            grep "^|" "$OUT/check.log"
+            python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+            timeout 150 python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider -rs \
+              > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log" ;;
   smallbench) aot_library # issue 34's small-launch target (within 0.2 us of the compile at every point): the
               # small launches of the four norms, every dtype, through the AOT library with its picks, beside
               # the max-autotune compile
