@@ -18,7 +18,7 @@ from torch import nn  # noqa: E402
 
 from trtplugins import ops  # noqa: E402
 from trtplugins.graph import evaluate  # noqa: E402
-from trtplugins.torch import FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm, export, fuse  # noqa: E402
+from trtplugins.torch import FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm, export, fuse  # noqa: E402
 
 from torch_models import UNET_ARGS, llama, randomize, unet  # noqa: E402
 
@@ -50,8 +50,12 @@ def test_fuse_llama_replaces_every_rmsnorm():
         want = model(ids).last_hidden_state
         report = fuse(model)
         got = model(ids).last_hidden_state
-    assert report.counts() == {"LlamaRMSNorm -> FusedRMSNorm": 5} and not report.left
+    assert report.counts() == {"LlamaRMSNorm -> FusedRMSNorm": 5, "SiLUActivation -> FusedActivation": 2}
+    assert not report.left and report.products_folded() == 2  # the MLPs' act_fn(gate_proj(x)) * up_proj(x)
+    assert report.replaced[-1]["gated"] == ["LlamaMLP.forward line %d: self.act_fn(...) * ..." % _line(
+        type(model.layers[0].mlp).forward, "self.act_fn(self.gate_proj(x)) * self.up_proj(x)")]
     assert isinstance(model.layers[1].post_attention_layernorm, FusedRMSNorm)
+    assert isinstance(model.layers[1].mlp.act_fn, FusedActivation) and "forward" in vars(model.layers[1].mlp)
     assert model.norm.eps == 1e-6
     torch.testing.assert_close(got, want, **FP32)
     assert fuse(model).counts() == {}  # a second call finds nothing left to do
@@ -77,12 +81,15 @@ def test_fuse_recognizes_rmsnorm_by_behaviour(kind):
         report = fuse(model)
         got = model(input_ids=ids).last_hidden_state
     torch.testing.assert_close(got, want, **FP32)
+    norms = [r for r in report.replaced if r["to"] != "FusedActivation"]
+    acts = {r["activation"] for r in report.replaced if r["to"] == "FusedActivation"}  # the MLP's act(gate) * up
+    assert acts == {"qwen2": {"silu"}, "mistral": {"silu"}, "gemma": {"gelu_tanh"}}.get(kind, set())
     if kind == "gemma":  # x / rms(x) * (1 + weight): left, and why
-        assert not report.replaced and len(report.left) == 3
+        assert not norms and len(report.left) == 3
         assert all("probe: not x / sqrt(mean(x^2) + 1e-06) * weight" in r["reason"] for r in report.left)
     else:
-        assert sum(report.counts().values()) == 3 and not report.left
-        assert all(r["to"] == ("FusedLayerNorm" if kind == "bert" else "FusedRMSNorm") for r in report.replaced)
+        assert len(norms) == 3 and not report.left
+        assert all(r["to"] == ("FusedLayerNorm" if kind == "bert" else "FusedRMSNorm") for r in norms)
 
 
 def test_fuse_unet_folds_the_silu_where_the_block_shows_it():
@@ -243,6 +250,36 @@ def test_fuse_replaces_gated_units_by_behaviour(dtype):
         FusedGatedLinear(nn.Linear(4, 5), "gelu")
 
 
+class _Products(nn.Module):
+    """Products with an activation on either side, one whose other operand is broadcast, one with a module
+    that is no gated activation (Tanh) and a plain call of the same activation."""
+
+    def __init__(self):
+        super().__init__()
+        self.act, self.gelu, self.tanh = nn.SiLU(), nn.GELU(approximate="tanh"), nn.Tanh()
+
+    def forward(self, x, w):
+        a = self.act(x) * w
+        b = w * self.gelu(x)
+        c = self.act(x) * w[:1]
+        return a + b + c + self.tanh(x) * w + self.act(w)
+
+
+def test_fuse_folds_a_product_into_the_activation():
+    model, x, w = _Products(), torch.randn(3, 8), torch.randn(3, 8)
+    with torch.no_grad():
+        want = model(x, w)
+        report = fuse(model)
+        got = model(x, w)
+    torch.testing.assert_close(got, want, **FP32)
+    assert {r["module"]: (r["activation"], len(r["gated"])) for r in report.replaced} == {
+        "act": ("silu", 2), "gelu": ("gelu_tanh", 1)}
+    assert "folded      3 x a product into the activation before it" in str(report)
+    assert type(model.tanh) is nn.Tanh and isinstance(model.act, FusedActivation)
+    with pytest.raises(ValueError, match="expected one of silu, gelu, gelu_tanh, relu"):
+        FusedActivation(nn.Tanh(), "tanh")
+
+
 def test_fused_models_compile_with_fullgraph():
     for model, args in ((llama(1), (torch.randint(0, 100, (1, 6)),)), (unet(), UNET_ARGS)):
         with torch.no_grad():
@@ -322,8 +359,8 @@ def test_export_llama_dynamo_as_plugin_nodes(tmp_path):
     fuse(model)
     onnx_model = export(model, (ids,), tmp_path / "llama.onnx", input_names=["ids"])
     nodes = _plugin_nodes(onnx_model)
-    assert [n.op_type for n in nodes] == ["SkipNorm"] * 5
-    for n in nodes:
+    assert sorted(n.op_type for n in nodes) == ["GatedActivation"] * 2 + ["SkipNorm"] * 5
+    for n in (n for n in nodes if n.op_type == "SkipNorm"):
         attrs = {a.name: a for a in n.attribute}
         assert list(n.input) and len(n.input) == 1 and attrs["norm"].s == b"rms" and attrs["gamma"].t.dims == [64]
         assert attrs["plugin_version"].s == ops.V3_VERSION.encode() and abs(attrs["epsilon"].f - 1e-6) < 1e-12

@@ -2,7 +2,7 @@
 ONNX export that writes the ops as plugin nodes.
 
     import trtplugins.torch as tt
-    report = tt.fuse(model)           # LayerNorm / GroupNorm (+ SiLU) / RMSNorm / GEGLU -> fused modules
+    report = tt.fuse(model)           # LayerNorm / GroupNorm (+ SiLU) / RMSNorm / GEGLU / act(a) * b -> fused
     tt.export(model, args, "model.onnx")   # plugin nodes (domain trtplugins, plugin_version "2")
 
 Ops: torch.ops.trtplugins.{skip_norm, group_norm, bias_activation, gated_activation} (the
@@ -12,9 +12,9 @@ Inference only."""
 
 from .fuse import FuseReport, fuse
 from .library import bias_activation, gated_activation, group_norm, skip_norm
-from .modules import FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
+from .modules import FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
 
-__all__ = ["FuseReport", "FusedGatedLinear", "FusedGroupNorm", "FusedLayerNorm", "FusedRMSNorm", "bias_activation", "export", "fuse",
+__all__ = ["FuseReport", "FusedActivation", "FusedGatedLinear", "FusedGroupNorm", "FusedLayerNorm", "FusedRMSNorm", "bias_activation", "export", "fuse",
            "gated_activation", "group_norm", "skip_norm", "to_plugin_nodes"]
 
 

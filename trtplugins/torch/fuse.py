@@ -20,6 +20,10 @@ replaced and what was left with why.
 - A gated unit -> FusedGatedLinear: a module named *GLU* (diffusers' GEGLU, SwiGLU) holding one nn.Linear
   and parameterless activations, whose output on a probe input is a * act(g) of the projection's two
   halves (the activation and which half it gates found by the probe).
+- An activation times a tensor, `self.<act>(a) * b` in a forward (HF LLaMA/Mistral/Qwen2 MLPs), with
+  self.<act> a parameterless module computing SiLU, GELU (either form) or ReLU on a probe: rewritten into
+  `self.<act>(a, gated=b)`, self.<act> wrapped in FusedActivation (one kernel for both; its plain calls
+  unchanged).
 """
 
 from __future__ import annotations
@@ -37,10 +41,10 @@ from torch import nn
 
 from ..ops import GATED_ACTIVATIONS
 from .cpu import ACTIVATIONS
-from .modules import UNDER_COMPILE, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
+from .modules import UNDER_COMPILE, FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
 
 EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
-_FUSED = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm, FusedGatedLinear)
+_FUSED = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm, FusedGatedLinear, FusedActivation)
 _RMS = getattr(nn, "RMSNorm", None)
 
 
@@ -58,12 +62,17 @@ class FuseReport:
     def skip_folded(self) -> int:
         return sum(len(r.get("skip", ())) for r in self.replaced)
 
+    def products_folded(self) -> int:
+        return sum(len(r.get("gated", ())) for r in self.replaced)
+
     def __str__(self) -> str:
         lines = [f"replaced {n:>4} x {k}" for k, n in self.counts().items()] or ["replaced nothing"]
         if self.silu_folded():
             lines.append(f"folded   {self.silu_folded():>4} x SiLU into GroupNorm")
         if self.skip_folded():
             lines.append(f"folded   {self.skip_folded():>4} x an add into GroupNorm's skip")
+        if self.products_folded():
+            lines.append(f"folded   {self.products_folded():>4} x a product into the activation before it")
         lines += [f"left {r['module']} ({r['type']}): {r['reason']}" for r in self.left]
         return "\n".join(lines)
 
@@ -82,7 +91,7 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip
     for parent in model.modules():
         for attr, child in parent.named_children():
             uses[id(child)].append((parent, attr))
-    new_groups: dict[int, tuple] = {}  # id(parent) -> (parent, {GroupNorm attributes}, prefix)
+    folds: dict[int, list] = {}  # id(parent) -> [parent, {GroupNorm attributes}, prefix, {attribute: activation}]
     for name, m in list(model.named_modules()):
         if not name or isinstance(m, _FUSED):
             continue
@@ -96,30 +105,42 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip
             setattr(parent, attr, new)
             if isinstance(new, FusedGroupNorm):
                 prefix = name.rsplit(".", 1)[0] + "." if "." in name else ""
-                new_groups.setdefault(id(parent), (parent, set(), prefix))[1].add(attr)
+                folds.setdefault(id(parent), [parent, set(), prefix, {}])[1].add(attr)
         entry = {"module": name, "from": type(m).__name__, "to": type(new).__name__}
         if isinstance(new, FusedGatedLinear):
             entry.update(activation=new.activation, gate=new.gate)
         report.replaced.append(entry)
-    if silu or skip:
-        by_name = {r["module"]: r for r in report.replaced}
-        for parent, attrs, prefix in new_groups.values():
-            silus = {a for a, c in parent.named_children() if type(c) is nn.SiLU} if silu else set()
-            if not silus and not skip:
+    if gated:
+        products: dict = {}  # a forward -> the attributes it calls as `self.<a>(x) * y`
+        for name, parent in list(model.named_modules()):
+            acts = _gating_activations(parent, products)
+            if acts:
+                folds.setdefault(id(parent), [parent, set(), name + "." if name else "", {}])[3].update(acts)
+    by_name = {r["module"]: r for r in report.replaced}
+    for parent, attrs, prefix, acts in folds.values():
+        silus = {a for a, c in parent.named_children() if type(c) is nn.SiLU} if silu and attrs else set()
+        if not silus and not (skip and attrs) and not acts:
+            continue
+        sites, skips, gated_sites, why = _fold_calls(parent, attrs, silus, skip, acts)
+        for attr in sorted(attrs):
+            entry = by_name.get(prefix + attr)
+            if entry is not None and skips.get(attr):
+                entry["skip"] = skips[attr]
+            if not silus:
                 continue
-            sites, skips, why = _fold_calls(parent, attrs, silus, skip)
-            for attr in sorted(attrs):
-                entry = by_name.get(prefix + attr)
-                if entry is not None and skips.get(attr):
-                    entry["skip"] = skips[attr]
-                if not silus:
-                    continue
-                if entry is not None and sites.get(attr):
-                    entry["silu"] = sites[attr]
-                elif entry is not None:
-                    report.left.append({"module": prefix + attr, "type": "SiLU after GroupNorm", "reason": why or (
-                        f"no `h = self.{attr}(...)` directly followed by `h = self.<SiLU>(h)` in "
-                        f"{type(parent).__name__}.forward")})
+            if entry is not None and sites.get(attr):
+                entry["silu"] = sites[attr]
+            elif entry is not None:
+                report.left.append({"module": prefix + attr, "type": "SiLU after GroupNorm", "reason": why or (
+                    f"no `h = self.{attr}(...)` directly followed by `h = self.<SiLU>(h)` in "
+                    f"{type(parent).__name__}.forward")})
+        for attr, where in sorted(gated_sites.items()):
+            act = getattr(parent, attr)
+            new = FusedActivation(act, acts[attr])
+            new.under_compile = under_compile
+            setattr(parent, attr, new)
+            report.replaced.append({"module": prefix + attr, "from": type(act).__name__, "to": "FusedActivation",
+                                    "activation": acts[attr], "gated": where})
     return report
 
 
@@ -221,29 +242,74 @@ def _gated(m: nn.Module) -> tuple[FusedGatedLinear | None, str | None]:
 # --- SiLU after GroupNorm, an add before it: the parent's forward, rewritten at the call sites -----
 
 
-def _fold_calls(parent: nn.Module, norms: set[str], silus: set[str],
-                skip: bool) -> tuple[dict[str, list[str]], dict[str, list[str]], str | None]:
-    """Rewrite parent.forward so `h = self.<norm>(...); h = self.<silu>(h)` becomes one call with
-    activation="silu", and (skip) `h = h + t; h = self.<norm>(h)` one with skip=t. Returns
-    ({norm attribute: [SiLU call sites]}, {norm attribute: [skip call sites]}, why nothing was rewritten)."""
+def _forward_tree(parent: nn.Module):
+    """(the parsed source of type(parent).forward, its function), or (None, why not)."""
     fn = type(parent).forward
     where = f"{type(parent).__name__}.forward"
-    if "forward" in vars(parent):
-        return {}, {}, f"{where} was replaced on the instance"
     raw = inspect.unwrap(fn)
     if raw.__code__.co_freevars:
-        return {}, {}, f"{where} reads an enclosing scope (super(), a closure)"
+        return None, f"{where} reads an enclosing scope (super(), a closure)"
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(raw)))
     except (OSError, TypeError, SyntaxError) as e:
-        return {}, {}, f"{where}: source not available ({e})"
+        return None, f"{where}: source not available ({e})"
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef) or not fdef.args.args:
-        return {}, {}, f"{where} is not a plain method"
+        return None, f"{where} is not a plain method"
+    return tree, raw
+
+
+def _gating_activations(parent: nn.Module, products: dict) -> dict[str, str]:
+    """{attribute: activation} of parent's children called as `self.<a>(x) * y` (either side) in its
+    forward that compute a gated activation on a probe. products: forward -> those attributes (a cache)."""
+    fn = type(parent).forward
+    if isinstance(parent, _FUSED) or "forward" in vars(parent) or fn is nn.Module.forward:
+        return {}
+    if fn not in products:
+        tree, _ = _forward_tree(parent)
+        products[fn] = set() if tree is None else {c.func.attr for c in _Products.calls(tree, tree.body[0].args.args[0].arg)}
+    acts = {}
+    for attr in products[fn]:
+        act = _activation(getattr(parent, attr, None))
+        if act:
+            acts[attr] = act
+    return acts
+
+
+def _activation(m) -> str | None:
+    """The gated activation a parameterless leaf module computes (on a probe over [-6, 6]), or None."""
+    if (not isinstance(m, nn.Module) or isinstance(m, _FUSED) or next(m.children(), None) is not None
+            or next(m.parameters(), None) is not None):
+        return None
+    x = torch.linspace(-6, 6, 97)
+    try:
+        with torch.no_grad():
+            out = m(x)
+    except Exception:  # not an activation of one tensor
+        return None
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape or out.dtype != x.dtype:
+        return None
+    return next((a for a in GATED_ACTIVATIONS if torch.allclose(out, ACTIVATIONS[a](x), rtol=1e-6, atol=1e-7)), None)
+
+
+def _fold_calls(parent: nn.Module, norms: set[str], silus: set[str], skip: bool, acts: dict[str, str] | None = None):
+    """Rewrite parent.forward so `h = self.<norm>(...); h = self.<silu>(h)` becomes one call with
+    activation="silu", (skip) `h = h + t; h = self.<norm>(h)` one with skip=t, and `self.<act>(a) * b`
+    (act in acts) `self.<act>(a, gated=b)`. Returns ({norm attribute: [SiLU call sites]}, {norm attribute:
+    [skip call sites]}, {act attribute: [product sites]}, why nothing was rewritten)."""
+    where = f"{type(parent).__name__}.forward"
+    if "forward" in vars(parent):
+        return {}, {}, {}, f"{where} was replaced on the instance"
+    tree, raw = _forward_tree(parent)
+    if tree is None:
+        return {}, {}, {}, raw
+    fdef = tree.body[0]
     rewrite = _Rewrite(fdef.args.args[0].arg, norms, silus, skip)
     rewrite.visit(fdef.body)
-    if not rewrite.sites and not rewrite.skips:
-        return {}, {}, None
+    products = _Products(fdef.args.args[0].arg, set(acts or ()))
+    products.visit(fdef)
+    if not rewrite.sites and not rewrite.skips and not products.sites:
+        return {}, {}, {}, None
     for a in fdef.args.args + fdef.args.kwonlyargs + fdef.args.posonlyargs:
         a.annotation = None  # not evaluated again (forward references, TYPE_CHECKING imports)
     for a in filter(None, (fdef.args.vararg, fdef.args.kwarg)):
@@ -261,12 +327,41 @@ def _fold_calls(parent: nn.Module, norms: set[str], silus: set[str],
     for d in reversed(decorators):  # evaluated again in the module's globals, as when the class was made
         new = eval(compile(ast.Expression(d), file, "eval"), raw.__globals__)(new)
     parent.forward = types.MethodType(new, parent)
-    sites: dict[str, list[str]] = defaultdict(list)
-    skips: dict[str, list[str]] = defaultdict(list)
-    for found, out in ((rewrite.sites, sites), (rewrite.skips, skips)):
-        for norm, what, line in found:
-            out[norm].append(f"{where} line {line + first - 1}: {what}")
-    return dict(sites), dict(skips), None
+    found: tuple[dict, dict, dict] = (defaultdict(list), defaultdict(list), defaultdict(list))
+    for sites, out in zip((rewrite.sites, rewrite.skips, products.sites), found):
+        for attr, what, line in sites:
+            out[attr].append(f"{where} line {line + first - 1}: {what}")
+    return (*map(dict, found), None)
+
+
+class _Products(ast.NodeTransformer):
+    """`self.<act>(a) * b` or `b * self.<act>(a)` (act in acts) -> `self.<act>(a, gated=b)`."""
+
+    def __init__(self, me: str, acts: set[str]):
+        self.me, self.acts = me, acts
+        self.sites: list[tuple] = []  # (act, "self.<act>(...) * ...", line)
+
+    @staticmethod
+    def _call(node, me: str) -> bool:
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == me and len(node.args) == 1 and not node.keywords
+                and not isinstance(node.args[0], ast.Starred))
+
+    @classmethod
+    def calls(cls, tree, me: str) -> list[ast.Call]:
+        """The self-calls of one argument that are an operand of a product in tree."""
+        return [c for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)
+                for c in (n.left, n.right) if cls._call(c, me)]
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Mult):
+            for call, other in ((node.left, node.right), (node.right, node.left)):
+                if self._call(call, self.me) and call.func.attr in self.acts:
+                    call.keywords.append(ast.keyword(arg="gated", value=other))
+                    self.sites.append((call.func.attr, f"self.{call.func.attr}(...) * ...", node.lineno))
+                    return ast.copy_location(call, node)
+        return node
 
 
 class _Rewrite:

@@ -188,3 +188,29 @@ class FusedGatedLinear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}, gate={self.gate!r}"
+
+
+class FusedActivation(nn.Module):
+    """An activation module (kept, as `act`) whose product with another tensor runs as one kernel:
+    forward(x) is act(x); forward(x, gated=y) is act(x) * y, one GatedActivation kernel (fuse() rewrites
+    `self.act(a) * b` into `self.act(a, gated=b)`: HF LLaMA/Mistral/Qwen2 MLPs). A y the op cannot take
+    (not x's shape, dtype and device) is multiplied after, as the code it replaces did."""
+
+    under_compile = "torch"  # or "trtplugins": see the module doc
+
+    def __init__(self, act: nn.Module, activation: str):
+        super().__init__()
+        if activation not in GATED_ACTIVATIONS:
+            raise ValueError(f"activation {activation!r}: expected one of {', '.join(GATED_ACTIVATIONS)}")
+        self.act, self.activation = act, activation
+
+    def forward(self, x: torch.Tensor, gated=None) -> torch.Tensor:
+        if gated is None:
+            return self.act(x)
+        if _compiled(self) or not (isinstance(gated, torch.Tensor) and isinstance(x, torch.Tensor)
+                                   and gated.shape == x.shape and gated.dtype == x.dtype and gated.device == x.device):
+            return self.act(x) * gated
+        return gated_activation(x, gated, activation=self.activation, gate="first")
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"
