@@ -276,7 +276,9 @@ def measure(run: Run, case: dict, mode: str, model) -> None:
                 if a.profile and not mode.startswith("graph"):  # a graph's kernels: as eager's
                     row["profile"] = norm_share(fn, inputs, model, compiled)
             if mode.endswith("fuse"):
-                row["fused"], row["silu_folded"] = case["report"].counts(), case["report"].silu_folded()
+                r = case["report"]
+                row.update(fused=r.counts(), silu_folded=r.silu_folded(), skip_folded=r.skip_folded(),
+                           products_folded=r.products_folded())
         except Exception as e:  # one failed mode is recorded; the others still run
             row["error"] = f"{type(e).__name__}: {e}".split("\n")[0][:300]
         run.add(row)

@@ -29,6 +29,8 @@ def test_bench_models_smoke(tmp_path):
     fused = [r for r in rows if r["mode"] == "eager+fuse"]
     assert all(r["rel_err"] < 2e-2 for r in fused)
     assert fused[0]["fused"]["GroupNorm -> FusedGroupNorm"] > 0 and fused[0]["silu_folded"] > 0
-    assert fused[1]["fused"] == {"LlamaRMSNorm -> FusedRMSNorm": 3}
+    assert fused[0]["fused"]["GEGLU -> FusedGatedLinear"] > 0 and fused[0]["skip_folded"] > 0
+    assert fused[1]["fused"] == {"LlamaRMSNorm -> FusedRMSNorm": 3, "SiLUActivation -> FusedActivation": 1}
+    assert fused[1]["products_folded"] == 1
     table = (tmp_path / "bench_models.md").read_text()
     assert table.count("\n| unet ") == 2 and "| eager+fuse |" in table
