@@ -18,7 +18,8 @@ from torch import nn  # noqa: E402
 
 from trtplugins import ops  # noqa: E402
 from trtplugins.graph import evaluate  # noqa: E402
-from trtplugins.torch import FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm, export, fuse  # noqa: E402
+from trtplugins.torch import (FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm,  # noqa: E402
+                              FusedRMSNorm, export, fuse)
 
 from torch_models import UNET_ARGS, llama, randomize, unet  # noqa: E402
 

@@ -14,8 +14,8 @@ from .fuse import FuseReport, fuse
 from .library import bias_activation, gated_activation, group_norm, skip_norm
 from .modules import FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
 
-__all__ = ["FuseReport", "FusedActivation", "FusedGatedLinear", "FusedGroupNorm", "FusedLayerNorm", "FusedRMSNorm", "bias_activation", "export", "fuse",
-           "gated_activation", "group_norm", "skip_norm", "to_plugin_nodes"]
+__all__ = ["FuseReport", "FusedActivation", "FusedGatedLinear", "FusedGroupNorm", "FusedLayerNorm", "FusedRMSNorm",
+           "bias_activation", "export", "fuse", "gated_activation", "group_norm", "skip_norm", "to_plugin_nodes"]
 
 
 def __getattr__(name: str):

@@ -267,7 +267,8 @@ def _gating_activations(parent: nn.Module, products: dict) -> dict[str, str]:
         return {}
     if fn not in products:
         tree, _ = _forward_tree(parent)
-        products[fn] = set() if tree is None else {c.func.attr for c in _Products.calls(tree, tree.body[0].args.args[0].arg)}
+        me = None if tree is None else tree.body[0].args.args[0].arg
+        products[fn] = set() if tree is None else {c.func.attr for c in _Products.calls(tree, me)}
     acts = {}
     for attr in products[fn]:
         act = _activation(getattr(parent, attr, None))
@@ -343,8 +344,8 @@ class _Products(ast.NodeTransformer):
 
     @staticmethod
     def _call(node, me: str) -> bool:
-        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == me and len(node.args) == 1 and not node.keywords
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == me and len(node.args) == 1 and not node.keywords
                 and not isinstance(node.args[0], ast.Starred))
 
     @classmethod
