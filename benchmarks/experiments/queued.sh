@@ -16,6 +16,7 @@
 #            small launches of the four norms (FP16) beside the max-autotune compile
 #   aotcheck with that table committed: the tests again and the picks at 4096-8192 (picked io us == AOT us
 #            where the table says io), then trtplugins.torch's GPU tests (fuse's gated units) through that library
+#            and experiments/bisect_fused_unet.py (which fused modules cost the eager UNet its host time)
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
@@ -222,7 +223,9 @@ PY
             grep "^|" "$OUT/check.log"
             python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
             timeout 150 python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider -rs \
-              > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log" ;;
+              > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log"
+            timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
+            tail -9 "$OUT/unet_bisect.log" ;;
   smallbench) aot_library # issue 34's small-launch target (within 0.2 us of the compile at every point): the
               # small launches of the four norms, every dtype, through the AOT library with its picks, beside
               # the max-autotune compile
