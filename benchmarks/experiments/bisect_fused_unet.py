@@ -10,11 +10,14 @@ some fused modules run torch's own ops instead of ours (the modules, rewritten f
   ours LN        fuse(), our kernels in the LayerNorms only
   ours gated     fuse(), our kernels in the gated units and products only
   norms only     fuse(silu=False, skip=False, gated=False): our kernels, nothing folded
+  ... (gc off)   eager and ours again with Python's garbage collector off (our calls allocate a few
+                 containers each: a collection's share of the host time)
 
 The models alternate, rounds of 10 forwards each (the host's speed drifts between calls); medians.
 --tiny: the tiny UNet on the CPU (a smoke run of this script)."""
 
 import copy
+import gc
 import statistics
 import sys
 from pathlib import Path
@@ -55,13 +58,17 @@ with torch.inference_mode():
     for name, m in models.items():
         err = ((m(*inputs).sample.float() - want).abs().max() / want.abs().max()).item()
         print(f"{name:11s} max rel err vs eager {err:.2e}")
-    times = {name: [] for name in models}
+    times = {name: [] for name in (*models, "eager (gc off)", "ours (gc off)")}
     for _ in range(8):
         for name, m in models.items():
             times[name].append(bm.time_ms(m, inputs, 2, 10)[1])
+        gc.disable()
+        for name in ("eager", "ours"):
+            times[f"{name} (gc off)"].append(bm.time_ms(models[name], inputs, 2, 10)[1])
+        gc.enable()
 base = statistics.median(times["eager"])
 device = "CPU" if tiny else torch.cuda.get_device_name()
 print(f"host ms per forward (median of 10 per round), median of 8 alternated rounds ({device}, torch {torch.__version__})")
 for name, t in times.items():
     med = statistics.median(t)
-    print(f"  {name:11s} {med:7.2f} ms  {base / med:.3f}x eager   rounds {[round(v, 1) for v in t]}")
+    print(f"  {name:14s} {med:7.2f} ms  {base / med:.3f}x eager   rounds {[round(v, 1) for v in t]}")
