@@ -218,14 +218,15 @@ PY
            grep "^|" "$OUT/large1.log" | grep -E "no_sum|^\| form"; grep "^|" "$OUT/small.log" | grep -E "no_sum|^\| form"
            timeout 100 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm --dtypes fp16 \
              --hiddens --odd --out "$OUT/smallbench" > "$OUT/smallbench.log" 2>&1; tail -2 "$OUT/smallbench.log" ;;
-  aotcheck) aot_library; skip_norm_tests
-            timeout 60 $aot_check --dtypes float16 bfloat16 --hiddens 4096 5120 8192 --out "$OUT/check" > "$OUT/check.log" 2>&1
-            grep "^|" "$OUT/check.log"
+  aotcheck) aot_library # the torch parts first (this session's code), then the AOT checks
             python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
             timeout 150 python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider -rs \
               > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log"
             timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
-            tail -9 "$OUT/unet_bisect.log" ;;
+            tail -11 "$OUT/unet_bisect.log"
+            skip_norm_tests
+            timeout 60 $aot_check --dtypes float16 bfloat16 --hiddens 4096 5120 8192 --out "$OUT/check" > "$OUT/check.log" 2>&1
+            grep "^|" "$OUT/check.log" ;;
   smallbench) aot_library # issue 34's small-launch target (within 0.2 us of the compile at every point): the
               # small launches of the four norms, every dtype, through the AOT library with its picks, beside
               # the max-autotune compile
