@@ -222,7 +222,7 @@ PY
             python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
             timeout 150 python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider -rs \
               > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log"
-            timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
+            PYTHONPATH=$PWD:$PYTHONPATH timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
             tail -11 "$OUT/unet_bisect.log"
             skip_norm_tests
             timeout 60 $aot_check --dtypes float16 bfloat16 --hiddens 4096 5120 8192 --out "$OUT/check" > "$OUT/check.log" 2>&1
