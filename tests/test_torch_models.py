@@ -277,6 +277,8 @@ def test_fuse_folds_a_product_into_the_activation():
         "act": ("silu", 2), "gelu": ("gelu_tanh", 1)}
     assert "folded      3 x a product into the activation before it" in str(report)
     assert type(model.tanh) is nn.Tanh and isinstance(model.act, FusedActivation)
+    kept = _Products()
+    assert fuse(kept, gated=False).products_folded() == 0 and "forward" not in vars(kept)
     with pytest.raises(ValueError, match="expected one of silu, gelu, gelu_tanh, relu"):
         FusedActivation(nn.Tanh(), "tanh")
 
