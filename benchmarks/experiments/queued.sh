@@ -16,7 +16,8 @@
 #            small launches of the four norms (FP16) beside the max-autotune compile
 #   aotcheck with that table committed: the tests again and the picks at 4096-8192 (picked io us == AOT us
 #            where the table says io), then trtplugins.torch's GPU tests (fuse's gated units) through that library
-#            and experiments/bisect_fused_unet.py (which fused modules cost the eager UNet its host time)
+#            and experiments/bisect_fused_unet.py (which fused modules cost the eager UNet its host time);
+#            torchcheck: those two alone, through the CUDA kernels' library
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
@@ -86,6 +87,14 @@ skip_norm_tests() {
   timeout 90 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "skip_norm and not plugin and not torch" \
     > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
 }
+# trtplugins.torch's GPU tests and the eager UNet's bisect, through the library on this shell's path
+torch_check() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+  timeout 150 python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider -rs \
+    > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log"
+  PYTHONPATH=$PWD:$PYTHONPATH timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
+  tail -11 "$OUT/unet_bisect.log"
+}
 aot_check="python3 benchmarks/experiments/triton_aot_check.py --no-compile"
 gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
 case ${1:-} in
@@ -93,6 +102,7 @@ case ${1:-} in
             SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
   tests2) TESTS="plugin_gpu or concurrency" TEST_TIMEOUT=420 bash $batch ;;
   torch) bash benchmarks/run_torch_gpu.sh ;;
+  torchcheck) gpu_library; torch_check ;; # aotcheck's torch parts alone, where the budget is short
   unethost) gpu_library
             PYTHONPATH=$PWD:$PYTHONPATH timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
   gn7) TESTS="group_norm and (whole or channels_first or sd_shapes) and not plugin" TEST_TIMEOUT=150 \
@@ -219,11 +229,7 @@ PY
            timeout 100 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm --dtypes fp16 \
              --hiddens --odd --out "$OUT/smallbench" > "$OUT/smallbench.log" 2>&1; tail -2 "$OUT/smallbench.log" ;;
   aotcheck) aot_library # the torch parts first (this session's code), then the AOT checks
-            python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
-            timeout 150 python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider -rs \
-              > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log"
-            PYTHONPATH=$PWD:$PYTHONPATH timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
-            tail -11 "$OUT/unet_bisect.log"
+            torch_check
             skip_norm_tests
             timeout 60 $aot_check --dtypes float16 bfloat16 --hiddens 4096 5120 8192 --out "$OUT/check" > "$OUT/check.log" 2>&1
             grep "^|" "$OUT/check.log" ;;
