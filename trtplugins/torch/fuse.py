@@ -41,7 +41,8 @@ from torch import nn
 
 from ..ops import GATED_ACTIVATIONS
 from .cpu import ACTIVATIONS
-from .modules import UNDER_COMPILE, FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
+from .modules import (IO_DTYPES, UNDER_COMPILE, FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm,
+                      FusedRMSNorm)
 
 EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
 _FUSED = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm, FusedGatedLinear, FusedActivation)
@@ -175,7 +176,7 @@ def _replacement(m: nn.Module, gated: bool = True) -> tuple[nn.Module | None, st
 def _probe_rms(m: nn.Module, weight: torch.Tensor, eps: float) -> str | None:
     """None when m computes x / sqrt(mean(x^2) + eps) * weight on a probe input (rows of scale
     1e-3, where eps matters, 1 and 30, off zero mean, so a LayerNorm fails), else why not."""
-    if weight.device.type == "meta" or weight.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if weight.device.type == "meta" or weight.dtype not in IO_DTYPES:
         return f"cannot probe a {weight.dtype} weight on {weight.device}"
     gen = torch.Generator().manual_seed(0)
     size = weight.shape[0]
@@ -211,7 +212,7 @@ def _gated(m: nn.Module) -> tuple[FusedGatedLinear | None, str | None]:
     if proj.out_features % 2:
         return None, f"its projection has {proj.out_features} outputs: an odd count has no two halves"
     w = proj.weight
-    if w.device.type == "meta" or w.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if w.device.type == "meta" or w.dtype not in IO_DTYPES:
         return None, f"cannot probe a {w.dtype} weight on {w.device}"
     x = torch.randn(8, proj.in_features, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2
     x, seen = x.to(w.device, w.dtype), []
@@ -345,8 +346,8 @@ class _Products(ast.NodeTransformer):
     @staticmethod
     def _call(node, me: str) -> bool:
         return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == me and len(node.args) == 1 and not node.keywords
-                and not isinstance(node.args[0], ast.Starred))
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == me and len(node.args) == 1
+                and not node.keywords and not isinstance(node.args[0], ast.Starred))
 
     @classmethod
     def calls(cls, tree, me: str) -> list[ast.Call]:

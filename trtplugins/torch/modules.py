@@ -24,6 +24,7 @@ from .cpu import ACTIVATIONS
 from .library import gated_activation, group_norm, skip_norm
 
 UNDER_COMPILE = ("torch", "trtplugins")
+IO_DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # the ops' I/O types
 
 
 def _exporting() -> bool:
@@ -194,7 +195,8 @@ class FusedActivation(nn.Module):
     """An activation module (kept, as `act`) whose product with another tensor runs as one kernel:
     forward(x) is act(x); forward(x, gated=y) is act(x) * y, one GatedActivation kernel (fuse() rewrites
     `self.act(a) * b` into `self.act(a, gated=b)`: HF LLaMA/Mistral/Qwen2 MLPs). A y the op cannot take
-    (not x's shape, dtype and device) is multiplied after, as the code it replaces did."""
+    (not x's shape, dtype and device; a dtype other than FP32, FP16, BF16) is multiplied after, as the code
+    it replaces did."""
 
     under_compile = "torch"  # or "trtplugins": see the module doc
 
@@ -208,7 +210,8 @@ class FusedActivation(nn.Module):
         if gated is None:
             return self.act(x)
         if _compiled(self) or not (isinstance(gated, torch.Tensor) and isinstance(x, torch.Tensor)
-                                   and gated.shape == x.shape and gated.dtype == x.dtype and gated.device == x.device):
+                                   and x.dtype in IO_DTYPES and gated.shape == x.shape and gated.dtype == x.dtype
+                                   and gated.device == x.device):
             return self.act(x) * gated
         return gated_activation(x, gated, activation=self.activation, gate="first")
 
