@@ -240,7 +240,7 @@ def _gated(m: nn.Module) -> tuple[FusedGatedLinear | None, str | None]:
     return FusedGatedLinear(proj, act, gate), None
 
 
-# --- SiLU after GroupNorm, an add before it: the parent's forward, rewritten at the call sites -----
+# --- SiLU after GroupNorm, an add before it, an activation's product: the forward, rewritten ---------
 
 
 def _forward_tree(parent: nn.Module):
