@@ -88,9 +88,9 @@ skip_norm_tests() {
   timeout 90 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -k "skip_norm and not plugin and not torch" \
     > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
 }
-# trtplugins.torch's GPU tests and the eager UNet's bisect, through the library on this shell's path
+# trtplugins.torch's GPU tests and the eager UNet's bisect, through the library on this shell's path (the
+# wheels in /tmp/site: gpu_batch.sh installs them)
 torch_check() {
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
   timeout 150 python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider -rs \
     > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log"
   PYTHONPATH=$PWD:$PYTHONPATH timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
@@ -229,7 +229,7 @@ PY
            grep "^|" "$OUT/large1.log" | grep -E "no_sum|^\| form"; grep "^|" "$OUT/small.log" | grep -E "no_sum|^\| form"
            timeout 100 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm --dtypes fp16 \
              --hiddens --odd --out "$OUT/smallbench" > "$OUT/smallbench.log" 2>&1; tail -2 "$OUT/smallbench.log" ;;
-  aotcheck) aot_library # the torch parts first (this session's code), then the AOT checks
+  aotcheck) SETUP_ONLY=1 bash $batch; aot_library # the torch parts first (this session's code), then the AOT checks
             torch_check
             skip_norm_tests
             timeout 60 $aot_check --dtypes float16 bfloat16 --hiddens 4096 5120 8192 --out "$OUT/check" > "$OUT/check.log" 2>&1
@@ -256,7 +256,7 @@ PY
           --forms layer_norm skip_layer_norm > "$OUT/small.log" 2>&1; grep "^|" "$OUT/small.log" | tail -40
         TESTS="(group_norm or gated or silu) and not plugin and not beyond" TEST_TIMEOUT=230 \
           SANITIZE=group_norm_resident_small SANITIZE_TOOLS="memcheck racecheck" SANITIZE_TIMEOUT=45 bash $batch ;;
-  *) sed -n '2,57p' "$0"; exit 2 ;;
+  *) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 2 ;; # the header
 esac
 status=$?
 # The device call returns a few files only: everything as one archive (ncu reports left out: their text
