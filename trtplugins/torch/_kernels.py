@@ -109,7 +109,7 @@ def gated_activation(x, x2, *, activation, gate, gate_bias, linear_bias) -> torc
 # the later ones reuse what it decided and only allocate the outputs and launch. Weights are read
 # per call (their FP32 copies as above); their sizes are checked per call.
 
-_prepared: dict = {}  # signature -> launch(x, skip, gamma, beta, bias) -> outputs, or None (none here)
+_prepared: dict = {}  # signature -> launch(x, skip or x2, *weights) -> outputs, or None (none here)
 _MAX_PREPARED = 4096
 
 
@@ -216,25 +216,25 @@ def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
     implementation that checks everything) on the signature's first call and where none applies."""
     x, skip = args[0], args[1] if len(args) > 1 else kwargs.get("x2" if name == "gated_activation" else "skip")
     second = None if skip is None else (skip.shape, skip.stride())
+    signature = (name, x.shape, x.stride(), x.dtype, x.get_device(), second)
     if name == "group_norm":
         f = {**_GN, **kwargs}
-        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), second, f["num_groups"], f["activation"],
-               f["epsilon"], f["output_sum"])
+        key = signature + (f["num_groups"], f["activation"], f["epsilon"], f["output_sum"])
         make = lambda: _group_norm_launch(x, skip, f["num_groups"], f["activation"], f["epsilon"],  # noqa: E731
                                           f["output_sum"])
-        weights = (f["gamma"], f["beta"], f["bias"])
+        weights, ready = (f["gamma"], f["beta"], f["bias"]), f["gamma"] is not None  # the launch needs gamma
     elif name == "skip_norm":
         f = {**_SN, **kwargs}
         g, b = f["gamma"], f["beta"]
         io = g is not None and g.dtype == x.dtype and (b is None or b.dtype == x.dtype)
-        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), second, f["norm"], f["epsilon"], f["output_sum"], io)
+        key = signature + (f["norm"], f["epsilon"], f["output_sum"], io)
         make = lambda: _skip_norm_launch(x, skip, f["norm"], f["epsilon"], f["output_sum"], io)  # noqa: E731
-        weights = (g, b, f["bias"])
+        weights, ready = (g, b, f["bias"]), g is not None
     elif name == "gated_activation":
         f = {**_GA, **kwargs}
-        key = (name, x.shape, x.stride(), x.dtype, x.get_device(), second, f["activation"], f["gate"])
+        key = signature + (f["activation"], f["gate"])
         make = lambda: _gated_launch(x, skip, f["activation"], f["gate"])  # noqa: E731
-        weights = (f["gate_bias"], f["linear_bias"])
+        weights, ready = (f["gate_bias"], f["linear_bias"]), True
     else:
         return checked(*args, **kwargs)
     launch = _prepared.get(key, False)
@@ -244,7 +244,6 @@ def eager(name: str, args: tuple, kwargs: dict, checked) -> list:
             _prepared.clear()
         _prepared[key] = make()
         return out
-    if (launch is None or (weights[0] is None and name != "gated_activation")  # a norm without gamma
-            or x.get_device() != torch.cuda.current_device()):  # launches run on the current GPU
+    if launch is None or not ready or x.get_device() != torch.cuda.current_device():  # launches: the current GPU
         return checked(*args, **kwargs)
     return launch(x, skip, *weights)
