@@ -33,6 +33,7 @@ from trtplugins.torch import modules  # noqa: E402
 compiled = modules._compiled
 modules._compiled = lambda m: getattr(m, "torch_ops", False) or compiled(m)  # a module told to run torch's ops
 KINDS = {"GN": (tt.FusedGroupNorm,), "LN": (tt.FusedLayerNorm,), "gated": (tt.FusedGatedLinear, tt.FusedActivation)}
+FUSED = tuple(c for v in KINDS.values() for c in v)
 
 
 def variant(model, ours: tuple = tuple(KINDS), **flags):
@@ -41,7 +42,7 @@ def variant(model, ours: tuple = tuple(KINDS), **flags):
     tt.fuse(m, **flags)
     keep = tuple(c for k in ours for c in KINDS[k])
     for sub in m.modules():
-        if isinstance(sub, tuple(c for v in KINDS.values() for c in v)) and not isinstance(sub, keep):
+        if isinstance(sub, FUSED) and not isinstance(sub, keep):
             sub.torch_ops = True
     return m
 
