@@ -285,6 +285,36 @@ def test_fuse_folds_a_product_into_the_activation():
         FusedActivation(nn.Tanh(), "tanh")
 
 
+class _RefusingRMSNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(8)), 1e-6
+
+    def forward(self, x):
+        raise RuntimeError("refused\nsecond line")
+
+
+class _RefusingGLU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 8)
+
+    def forward(self, x):
+        raise KeyError("k")
+
+
+def test_fuse_says_why_a_module_could_not_be_probed():
+    """A probe the module refuses, and a weight on the meta device: left, with the reason's first line;
+    the probe's hook is gone."""
+    model = nn.Sequential(_RefusingRMSNorm(), type("RefusingGLU", (_RefusingGLU,), {})())
+    assert [r["reason"] for r in fuse(model).left] == ["probe failed: RuntimeError: refused",
+                                                      "probe failed: KeyError: 'k'"]
+    assert not model[1].proj._forward_hooks
+    with torch.device("meta"):
+        meta = nn.Sequential(_RefusingRMSNorm(), type("RefusingGLU", (_RefusingGLU,), {})())
+    assert [r["reason"] for r in fuse(meta).left] == ["cannot probe a torch.float32 weight on meta"] * 2
+
+
 def test_fused_models_compile_with_fullgraph():
     for model, args in ((llama(1), (torch.randint(0, 100, (1, 6)),)), (unet(), UNET_ARGS)):
         with torch.no_grad():

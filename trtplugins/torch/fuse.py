@@ -173,20 +173,33 @@ def _replacement(m: nn.Module, gated: bool = True) -> tuple[nn.Module | None, st
     return (None, why) if why else (FusedRMSNorm.from_module(m, eps), None)
 
 
+def _probe(m: nn.Module, x: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor | None, str | None]:
+    """(m(x), None) with x in weight's dtype on its device, no gradient; (None, why) where m cannot be
+    probed (a meta or non-float weight) or refuses the probe."""
+    if weight.device.type == "meta" or weight.dtype not in IO_DTYPES:
+        return None, f"cannot probe a {weight.dtype} weight on {weight.device}"
+    try:
+        with torch.no_grad():
+            return m(x.to(weight.device, weight.dtype)), None
+    except Exception as e:  # a module that is not what it looks like may refuse the probe in any way
+        return None, f"probe failed: {type(e).__name__}: {e}".split("\n")[0]
+
+
+def _probe_tol(dtype: torch.dtype) -> float:
+    """A probe's relative bound on a module's output in dtype."""
+    return 1e-4 if dtype == torch.float32 else 2e-2
+
+
 def _probe_rms(m: nn.Module, weight: torch.Tensor, eps: float) -> str | None:
     """None when m computes x / sqrt(mean(x^2) + eps) * weight on a probe input (rows of scale
     1e-3, where eps matters, 1 and 30, off zero mean, so a LayerNorm fails), else why not."""
-    if weight.device.type == "meta" or weight.dtype not in IO_DTYPES:
-        return f"cannot probe a {weight.dtype} weight on {weight.device}"
     gen = torch.Generator().manual_seed(0)
     size = weight.shape[0]
     x = torch.randn(3, size, generator=gen, dtype=torch.float64) + 0.5
     x = (x * torch.tensor([[1e-3], [1.0], [30.0]], dtype=torch.float64)).to(weight.dtype)
-    try:
-        with torch.no_grad():
-            out = m(x.to(weight.device))
-    except Exception as e:  # a module that is no RMSNorm may refuse the probe in any way
-        return f"probe failed: {type(e).__name__}: {e}".split("\n")[0]
+    out, why = _probe(m, x, weight)
+    if why:
+        return why
     if not isinstance(out, torch.Tensor) or out.shape != x.shape or out.dtype != x.dtype:
         return "probe: output not shaped and typed like its input"
     x64 = x.double()
@@ -194,7 +207,7 @@ def _probe_rms(m: nn.Module, weight: torch.Tensor, eps: float) -> str | None:
     out = out.double().cpu()
     scale = torch.maximum(ref.abs().amax(-1), out.abs().amax(-1)).clamp_min(1e-30)
     err = ((out - ref).abs().amax(-1) / scale).max().item()
-    tol = 1e-4 if weight.dtype == torch.float32 else 2e-2
+    tol = _probe_tol(weight.dtype)
     if not err <= tol:
         return f"probe: not x / sqrt(mean(x^2) + {eps:g}) * weight (relative error {err:.2g} > {tol:g})"
     return None
@@ -211,23 +224,18 @@ def _gated(m: nn.Module) -> tuple[FusedGatedLinear | None, str | None]:
     proj = linears[0]
     if proj.out_features % 2:
         return None, f"its projection has {proj.out_features} outputs: an odd count has no two halves"
-    w = proj.weight
-    if w.device.type == "meta" or w.dtype not in IO_DTYPES:
-        return None, f"cannot probe a {w.dtype} weight on {w.device}"
-    x = torch.randn(8, proj.in_features, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2
-    x, seen = x.to(w.device, w.dtype), []
+    x, seen = torch.randn(8, proj.in_features, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2, []
     hook = proj.register_forward_hook(lambda _, __, out: seen.append(out))
     try:
-        with torch.no_grad():
-            out = m(x)
-    except Exception as e:  # a module that is no gated unit may refuse the probe in any way
-        return None, f"probe failed: {type(e).__name__}: {e}".split("\n")[0]
+        out, why = _probe(m, x, proj.weight)
     finally:
         hook.remove()
+    if why:
+        return None, why
     if len(seen) != 1 or not isinstance(out, torch.Tensor) or out.shape != (8, proj.out_features // 2):
         return None, "probe: not one projection whose output's halves give the module's output"
     halves, out = seen[0].double().cpu().chunk(2, -1), out.double().cpu()
-    tol = 1e-4 if w.dtype == torch.float32 else 2e-2
+    tol = _probe_tol(proj.weight.dtype)
     fits = []  # (mean error, activation, gate) of each form within tol
     for gate, (a, g) in (("second", halves), ("first", halves[::-1])):
         for act in GATED_ACTIVATIONS:
