@@ -6,7 +6,10 @@ host no more than the calls it replaces. For each op, at a small shape (host-bou
 shape: the host microseconds to issue one call (a loop of --calls, timed before the synchronize) and
 the microseconds per call with the GPU's time included (CUDA events), for the torch code, our op
 called as the modules call it (trtplugins.torch.<op>: straight to the kernels in eager), and the
-same op through the dispatcher (torch.ops.trtplugins.<op>, as compiled code calls it).
+same op through the dispatcher (torch.ops.trtplugins.<op>, as compiled code calls it). And the parts of
+our call (`--parts`): the C entry's call alone as the prepared launch makes it (ctypes, the entry's host
+work and its CUDA launch, the pointers fixed), the same entry with 0 rows (ctypes' argument conversion
+alone: it returns before any CUDA call) and an empty kernel launched through ctypes.
 
     python benchmarks/bench_torch_overhead.py --out build/torch-overhead
 """
@@ -23,6 +26,9 @@ import torch
 import torch.nn.functional as F
 
 import trtplugins.torch as tt
+from trtplugins import kernels
+from trtplugins.ops import skip_norm as sn
+from trtplugins.torch import _kernels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_ops import EPS, rms_chain  # noqa: E402  (HF LLaMA's RMSNorm, as the kernel benchmark times it)
@@ -54,6 +60,28 @@ def cases(dtype):
         }
 
 
+def parts(dtype):
+    """The parts of one call of ours: the prepared launch's C entry call alone, ctypes alone, a bare launch."""
+    dev = dict(device="cuda", dtype=dtype)
+    stream = kernels.current_stream(torch.cuda.current_device())
+    empty = kernels.load().trtp_empty_launch
+    for shape in ((1, 320, 8, 8), (2, 320, 64, 64)):
+        x, w = torch.randn(shape, **dev), torch.ones(shape[1], device="cuda")
+        y, ws = torch.empty_like(x), torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+        run = _kernels._group_norm_launch(x, None, 32, "silu", 1e-5, False).entry
+        p = (x.data_ptr(), 0, 0, w.data_ptr(), w.data_ptr(), y.data_ptr(), 0, ws.data_ptr(), ws.numel(), stream)
+        yield "group_norm+silu", shape, {"C entry alone": lambda p=p, run=run: run(*p),
+                                         "empty launch (ctypes)": lambda: empty(stream)}
+    for shape in ((1, 16, 768), (2, 4096, 320)):
+        x, w = torch.randn(shape, **dev), torch.ones(shape[-1], device="cuda")
+        y = torch.empty_like(x)
+        run = _kernels._skip_norm_launch(x, None, "layer", 1e-5, False, False).entry
+        none = sn.launcher(kernels.dtype_name(x), 0, shape[-1], 1e-5, "layer")  # 0 rows: returns at once
+        p = (x.data_ptr(), 0, 0, w.data_ptr(), w.data_ptr(), y.data_ptr(), 0, stream)
+        yield "layer_norm", shape, {"C entry alone": lambda p=p, run=run: run(*p),
+                                    "C entry, 0 rows (ctypes alone)": lambda p=p, none=none: none(*p)}
+
+
 def timed(fn, calls: int) -> tuple[float, float]:
     """(host us per call, us per call with the GPU)."""
     for _ in range(10):
@@ -74,11 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="build/torch-overhead")
     p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--parts", action="store_true", help="also time the parts of our call (see above)")
     a = p.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     todo = list(cases(torch.float16))  # weights made outside inference mode, as a model's are
+    todo += list(parts(torch.float16)) if a.parts else []
     with torch.inference_mode():
         for dtype in (torch.float16,):
             for op, shape, impls in todo:

@@ -17,7 +17,8 @@
 #            small launches of the four norms (FP16) beside the max-autotune compile
 #   aotcheck with that table committed: the tests again and the picks at 4096-8192 (picked io us == AOT us
 #            where the table says io), then trtplugins.torch's GPU tests (fuse's gated units) through that library
-#            and experiments/bisect_fused_unet.py (which fused modules cost the eager UNet its host time);
+#            the host time per call and its parts (bench_torch_overhead.py --parts: the C entry alone, ctypes
+#            alone) and experiments/bisect_fused_unet.py (which fused modules cost the eager UNet its host time);
 #            torchcheck: those two alone, through the CUDA kernels' library
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
@@ -93,6 +94,8 @@ skip_norm_tests() {
 torch_check() {
   timeout 150 python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider -rs \
     > "$OUT/torch_gpu_tests.log" 2>&1; tail -4 "$OUT/torch_gpu_tests.log"
+  PYTHONPATH=$PWD:$PYTHONPATH timeout 60 python3 benchmarks/bench_torch_overhead.py --parts --out "$OUT/overhead" \
+    > "$OUT/overhead.log" 2>&1; grep "^|" "$OUT/overhead.log"
   PYTHONPATH=$PWD:$PYTHONPATH timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
   tail -11 "$OUT/unet_bisect.log"
 }

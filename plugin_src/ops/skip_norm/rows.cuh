@@ -2,6 +2,10 @@
 // its launch. Each type's kernels compile in their own translation unit (rows_<type>.cu), so a build
 // spreads them over its cores; skip_norm.cu reaches them through rows.h.
 #pragma once
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "common.cuh"
 #include "rows.h"
 
@@ -85,13 +89,28 @@ cudaError_t withKernel(int32_t v, bool skip, bool bias, bool iow, int64_t hidden
     return atIndex<T, VEC, NORM>(v, skip, iow, hidden, f, std::make_integer_sequence<int, kNumNv>{});
 }
 
-// Blocks of `kernel` resident on the current GPU at once (0 if the query fails).
+// Blocks of `kernel` resident on the current GPU at once (0 if the query fails), asked once per device,
+// kernel and block size (a launch without a configured count would otherwise pay the query each time).
 template <class K> int32_t residentBlocks(K kernel, unsigned threads) {
     int dev = 0, sms = 0, perSm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    static std::mutex m;
+    static std::map<std::tuple<int, const void*, unsigned>, int32_t> known;
+    const auto key = std::make_tuple(dev, reinterpret_cast<const void*>(kernel), threads);
+    try {
+        std::lock_guard<std::mutex> lock(m);
+        const auto it = known.find(key);
+        if (it != known.end()) return it->second;
+    } catch (...) {
+    }
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, int(threads), 0) != cudaSuccess)
         return 0;
+    try {
+        std::lock_guard<std::mutex> lock(m);
+        known[key] = sms * perSm;
+    } catch (...) {
+    }
     return sms * perSm;
 }
 
