@@ -178,7 +178,7 @@ def test_fuse_folds_an_add_into_the_group_norm_skip():
         report = fuse(model)
         got = model(x, t)
     torch.testing.assert_close(got, want, **FP32)
-    assert report.skip_folded() == 3 and "folded      3 x an add into GroupNorm's skip" in str(report)
+    assert report.skip_folded() == 3 and "folded      3 x an add into the norm after it (its skip input)" in str(report)
     assert {r["module"]: r["skip"][0].rsplit(": ", 1)[1] for r in report.replaced} == {
         "a": "skip=t", "b": "skip=b", "c": "skip=f"}
     assert not report.left
@@ -395,10 +395,15 @@ def test_export_llama_dynamo_as_plugin_nodes(tmp_path):
     onnx_model = export(model, (ids,), tmp_path / "llama.onnx", input_names=["ids"])
     nodes = _plugin_nodes(onnx_model)
     assert sorted(n.op_type for n in nodes) == ["GatedActivation"] * 2 + ["SkipNorm"] * 5
-    for n in (n for n in nodes if n.op_type == "SkipNorm"):
+    norms = [n for n in nodes if n.op_type == "SkipNorm"]
+    for n in norms:
         attrs = {a.name: a for a in n.attribute}
-        assert list(n.input) and len(n.input) == 1 and attrs["norm"].s == b"rms" and attrs["gamma"].t.dims == [64]
+        assert attrs["norm"].s == b"rms" and attrs["gamma"].t.dims == [64]
         assert attrs["plugin_version"].s == ops.V3_VERSION.encode() and abs(attrs["epsilon"].f - 1e-6) < 1e-12
+        # each layer's residual add before its second norm is the node's skip, the sum its second output
+        residual = len(n.input) == 2
+        assert len(n.output) == 1 + residual and (attrs["output_sum"].i if "output_sum" in attrs else 0) == residual
+    assert sum(len(n.input) == 2 for n in norms) == 2
     assert (tmp_path / "llama.onnx").is_file()
     _validate(onnx_model, unfused, (ids,), ["ids"])
     v1 = export(model, (ids,), plugin_version=ops.V2_VERSION, input_names=["ids"])

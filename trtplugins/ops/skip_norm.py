@@ -38,6 +38,15 @@ EXAMPLE = ({"norm": "layer", "gamma": np.linspace(0.5, 1.5, 768, dtype=np.float3
 # --- reference ------------------------------------------------------------------------------
 
 
+def skip_fits(shape, skip_shape) -> bool:
+    """Whether the op takes a skip of skip_shape beside x of shape: x's shape, or the shape of x's last
+    dims with leading 1s allowed (its rows repeat over x's leading dims)."""
+    shape, skip_shape = tuple(shape), tuple(skip_shape)
+    core = skip_shape[next((i for i, d in enumerate(skip_shape) if d != 1), len(skip_shape)):]
+    return skip_shape == shape or (bool(core) and len(skip_shape) <= len(shape)
+                                   and core == shape[len(shape) - len(core):])
+
+
 def reference(
     x: np.ndarray,
     skip: np.ndarray | None = None,
@@ -62,8 +71,7 @@ def reference(
     s = x.astype(np.float64)
     if skip is not None:
         skip = np.asarray(skip)
-        core = skip.shape[next((i for i, d in enumerate(skip.shape) if d != 1), skip.ndim):]
-        if skip.shape != x.shape and (skip.ndim > x.ndim or not core or core != x.shape[x.ndim - len(core):]):
+        if not skip_fits(x.shape, skip.shape):
             raise ValueError(f"skip shape {skip.shape} neither is input shape {x.shape} nor broadcasts over its leading dims")
         if skip.shape == x.shape:
             s = s + f64(skip)
@@ -280,10 +288,7 @@ def kernel(x, skip=None, *, gamma, beta=None, bias=None, norm: str = "layer", ep
         if skip.shape == x.shape:
             skip_ptr = kernels.data(skip, "skip", x)
         else:
-            lead = list(skip.shape[:-1])
-            while lead and lead[0] == 1:
-                lead.pop(0)
-            if skip.dtype != x.dtype or skip.shape[-1] != hidden or tuple(lead) != tuple(x.shape[x.dim() - 1 - len(lead):-1]):
+            if skip.dtype != x.dtype or not skip_fits(x.shape, skip.shape):
                 raise ValueError(f"skip {tuple(skip.shape)} must be like x {tuple(x.shape)} or broadcast over its "
                                  "leading dims")
             skip_ptr, skip_rows = kernels.data(skip, "skip"), max(1, skip.numel() // hidden)

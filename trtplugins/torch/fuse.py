@@ -45,7 +45,8 @@ from .modules import (IO_DTYPES, UNDER_COMPILE, FusedActivation, FusedGatedLinea
                       FusedRMSNorm)
 
 EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
-_FUSED = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm, FusedGatedLinear, FusedActivation)
+_NORMS = (FusedLayerNorm, FusedRMSNorm, FusedGroupNorm)  # the modules that take a skip (and give the sum)
+_FUSED = _NORMS + (FusedGatedLinear, FusedActivation)
 _RMS = getattr(nn, "RMSNorm", None)
 
 
@@ -71,7 +72,7 @@ class FuseReport:
         if self.silu_folded():
             lines.append(f"folded   {self.silu_folded():>4} x SiLU into GroupNorm")
         if self.skip_folded():
-            lines.append(f"folded   {self.skip_folded():>4} x an add into GroupNorm's skip")
+            lines.append(f"folded   {self.skip_folded():>4} x an add into the norm after it (its skip input)")
         if self.products_folded():
             lines.append(f"folded   {self.products_folded():>4} x a product into the activation before it")
         lines += [f"left {r['module']} ({r['type']}): {r['reason']}" for r in self.left]
@@ -92,7 +93,7 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip
     for parent in model.modules():
         for attr, child in parent.named_children():
             uses[id(child)].append((parent, attr))
-    folds: dict[int, list] = {}  # id(parent) -> [parent, {GroupNorm attributes}, prefix, {attribute: activation}]
+    folds: dict[int, list] = {}  # id(parent) -> [parent, {norm attributes}, prefix, {attribute: activation}]
     for name, m in list(model.named_modules()):
         if not name or isinstance(m, _FUSED):
             continue
@@ -104,7 +105,7 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip
         new.under_compile = under_compile
         for parent, attr in uses[id(m)]:
             setattr(parent, attr, new)
-            if isinstance(new, FusedGroupNorm):
+            if isinstance(new, _NORMS):
                 prefix = name.rsplit(".", 1)[0] + "." if "." in name else ""
                 folds.setdefault(id(parent), [parent, set(), prefix, {}])[1].add(attr)
         entry = {"module": name, "from": type(m).__name__, "to": type(new).__name__}
@@ -119,15 +120,16 @@ def fuse(model: nn.Module, silu: bool = True, under_compile: str = "torch", skip
                 folds.setdefault(id(parent), [parent, set(), name + "." if name else "", {}])[3].update(acts)
     by_name = {r["module"]: r for r in report.replaced}
     for parent, attrs, prefix, acts in folds.values():
-        silus = {a for a, c in parent.named_children() if type(c) is nn.SiLU} if silu and attrs else set()
+        gns = {a for a in attrs if isinstance(getattr(parent, a, None), FusedGroupNorm)}
+        silus = {a for a, c in parent.named_children() if type(c) is nn.SiLU} if silu and gns else set()
         if not silus and not (skip and attrs) and not acts:
             continue
-        sites, skips, gated_sites, why = _fold_calls(parent, attrs, silus, skip, acts)
+        sites, skips, gated_sites, why = _fold_calls(parent, attrs if skip else gns, silus, skip, acts, gns)
         for attr in sorted(attrs):
             entry = by_name.get(prefix + attr)
             if entry is not None and skips.get(attr):
                 entry["skip"] = skips[attr]
-            if not silus:
+            if not silus or attr not in gns:
                 continue
             if entry is not None and sites.get(attr):
                 entry["silu"] = sites[attr]
@@ -302,11 +304,14 @@ def _activation(m) -> str | None:
     return next((a for a in GATED_ACTIVATIONS if torch.allclose(out, ACTIVATIONS[a](x), rtol=1e-6, atol=1e-7)), None)
 
 
-def _fold_calls(parent: nn.Module, norms: set[str], silus: set[str], skip: bool, acts: dict[str, str] | None = None):
-    """Rewrite parent.forward so `h = self.<norm>(...); h = self.<silu>(h)` becomes one call with
-    activation="silu", (skip) `h = h + t; h = self.<norm>(h)` one with skip=t, and `self.<act>(a) * b`
-    (act in acts) `self.<act>(a, gated=b)`. Returns ({norm attribute: [SiLU call sites]}, {norm attribute:
-    [skip call sites]}, {act attribute: [product sites]}, why nothing was rewritten)."""
+def _fold_calls(parent: nn.Module, norms: set[str], silus: set[str], skip: bool, acts: dict[str, str] | None = None,
+                silu_norms: set[str] | None = None):
+    """Rewrite parent.forward so `h = self.<norm>(...); h = self.<silu>(h)` (norm in silu_norms, default
+    norms) becomes one call with activation="silu"; (skip) `h = x + t; h = self.<norm>(h)` and
+    `self.<norm>(x + t)` one with skip=t, and `h = x + t; r = h; n = self.<norm>(h)` (a residual stream)
+    `n, r = self.<norm>(x, skip=t, output_sum=True)`; and `self.<act>(a) * b` (act in acts)
+    `self.<act>(a, gated=b)`. Returns ({norm attribute: [SiLU call sites]}, {norm attribute: [skip call
+    sites]}, {act attribute: [product sites]}, why nothing was rewritten)."""
     where = f"{type(parent).__name__}.forward"
     if "forward" in vars(parent):
         return {}, {}, {}, f"{where} was replaced on the instance"
@@ -314,9 +319,12 @@ def _fold_calls(parent: nn.Module, norms: set[str], silus: set[str], skip: bool,
     if tree is None:
         return {}, {}, {}, raw
     fdef = tree.body[0]
-    rewrite = _Rewrite(fdef.args.args[0].arg, norms, silus, skip)
+    me = fdef.args.args[0].arg
+    rewrite = _Rewrite(me, norms, silus, skip, norms if silu_norms is None else silu_norms)
     rewrite.visit(fdef.body)
-    products = _Products(fdef.args.args[0].arg, set(acts or ()))
+    if skip:
+        _InlineAdds(me, norms, rewrite.skips).visit(fdef)
+    products = _Products(me, set(acts or ()))
     products.visit(fdef)
     if not rewrite.sites and not rewrite.skips and not products.sites:
         return {}, {}, {}, None
@@ -374,9 +382,28 @@ class _Products(ast.NodeTransformer):
         return node
 
 
+class _InlineAdds(ast.NodeTransformer):
+    """`self.<norm>(x + t)` -> `self.<norm>(x, skip=t)` (x and t evaluated in the same order)."""
+
+    def __init__(self, me: str, norms: set[str], sites: list):
+        self.me, self.norms, self.sites = me, norms, sites
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if (_Products._call(node, self.me) and node.func.attr in self.norms and isinstance(node.args[0], ast.BinOp)
+                and isinstance(node.args[0].op, ast.Add)):
+            add = node.args[0]
+            node.args[0] = add.left
+            node.keywords.append(ast.keyword(arg="skip", value=add.right))
+            self.sites.append((node.func.attr, f"skip={ast.unparse(add.right)}", node.lineno))
+        return node
+
+
 class _Rewrite:
-    def __init__(self, me: str, norms: set[str], silus: set[str], skip: bool = False):
+    def __init__(self, me: str, norms: set[str], silus: set[str], skip: bool = False,
+                 silu_norms: set[str] | None = None):
         self.me, self.norms, self.silus, self.skip = me, norms, silus, skip
+        self.silu_norms = norms if silu_norms is None else silu_norms
         self.sites: list[tuple] = []  # (norm, "self.<silu>", line)
         self.skips: list[tuple] = []  # (norm, "skip=<t>", line)
 
@@ -395,8 +422,8 @@ class _Rewrite:
         return (c is not None and c[0] == var and not c[1].keywords and len(c[1].args) == 1
                 and isinstance(c[1].args[0], ast.Name) and c[1].args[0].id == var)
 
-    def _norm(self, st) -> tuple[str, ast.Call] | None:
-        c = self._call(st, self.norms)
+    def _norm(self, st, attrs: set[str] | None = None) -> tuple[str, ast.Call] | None:
+        c = self._call(st, self.norms if attrs is None else attrs)
         ok = c is not None and all(k.arg not in (None, "activation") for k in c[1].keywords)
         return c if ok else None
 
@@ -429,6 +456,30 @@ class _Rewrite:
         self.skips.append((c[1].func.attr, f"skip={added[2]}", nxt.lineno))
         return True
 
+    def _sum_of(self, body: list, i: int) -> bool:
+        """Folds a residual stream's `h = x + t; r = h; n = self.<norm>(h)` (body[i:i + 3]) into `n, r =
+        self.<norm>(x, skip=t, output_sum=True)`, followed by `h = r` where h is neither n nor r."""
+        if not self.skip or i + 2 >= len(body):
+            return False
+        added, alias, c = self._added(body[i]), body[i + 1], self._norm(body[i + 2])
+        if not (added and isinstance(body[i], ast.Assign) and c and isinstance(alias, ast.Assign)
+                and len(alias.targets) == 1 and isinstance(alias.targets[0], ast.Name)
+                and isinstance(alias.value, ast.Name) and alias.value.id == added[0] != alias.targets[0].id
+                and len(c[1].args) == 1 and isinstance(c[1].args[0], ast.Name) and c[1].args[0].id == added[0]
+                and all(k.arg not in ("skip", "output_sum") for k in c[1].keywords) and c[0] != alias.targets[0].id):
+            return False
+        h, r, n = added[0], alias.targets[0].id, c[0]
+        c[1].args[0] = ast.Name(added[1], ast.Load())
+        c[1].keywords += [ast.keyword(arg="skip", value=ast.Name(added[2], ast.Load())),
+                          ast.keyword(arg="output_sum", value=ast.Constant(True))]
+        folded = ast.Assign(targets=[ast.Tuple([ast.Name(n, ast.Store()), ast.Name(r, ast.Store())], ast.Store())],
+                            value=c[1])
+        body[i:i + 3] = [ast.copy_location(folded, body[i + 2])] + (
+            [] if h in (n, r) else [ast.copy_location(ast.Assign([ast.Name(h, ast.Store())], ast.Name(r, ast.Load())),
+                                                      body[i + 2])])
+        self.skips.append((c[1].func.attr, f"skip={added[2]}, output_sum", body[i].lineno))
+        return True
+
     def _branch_ends(self, st: ast.If) -> list:
         tails = [st.body[-1]]
         if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.If):
@@ -449,16 +500,18 @@ class _Rewrite:
             if self._skip_of(st, nxt):  # the add's statement gives way to the norm's
                 del body[i]
                 st, nxt = body[i], body[i + 1] if i + 1 < len(body) else None
+            elif self._sum_of(body, i):
+                st, nxt = body[i], body[i + 1] if i + 1 < len(body) else None
             if isinstance(st, ast.If) and nxt is not None:
                 target = nxt.targets[0].id if self._call(nxt, self.silus) else None
                 if target and self._silu_of(nxt, target) and any(
-                        (c := self._norm(t)) and c[0] == target for t in self._branch_ends(st)):
+                        (c := self._norm(t, self.silu_norms)) and c[0] == target for t in self._branch_ends(st)):
                     self._sink(st, nxt)  # the same statement on every path, now inside each branch
                     del body[i + 1]
                     nxt = body[i + 1] if i + 1 < len(body) else None
             for inner in _bodies(st):
                 self.visit(inner)
-            c = self._norm(st)
+            c = self._norm(st, self.silu_norms)
             if c is not None and nxt is not None and self._silu_of(nxt, c[0]):
                 c[1].keywords.append(ast.keyword(arg="activation", value=ast.Constant("silu")))
                 self.sites.append((c[1].func.attr, f"self.{nxt.value.func.attr}", st.lineno))

@@ -18,6 +18,7 @@ import torch
 
 from .. import ops
 from ..ops.group_norm import skip_fits as group_norm_skip_fits
+from ..ops.skip_norm import skip_fits as skip_norm_skip_fits
 from ..ops import registry
 from . import cpu
 
@@ -84,12 +85,8 @@ def check(spec: ops.OpSpec, a: dict) -> list[tuple]:
     if spec.name == ops.SKIP_NORM:
         width = shape[-1] if shape else 0
         skip = a["skip"]
-        if skip is not None and tuple(skip.shape) != shape:
-            core = tuple(skip.shape)
-            while core and core[0] == 1:
-                core = core[1:]
-            if not core or len(core) > len(shape) or core != shape[len(shape) - len(core):]:
-                raise ValueError(f"{name}: skip {tuple(skip.shape)} is neither x's {shape} nor broadcast over "
+        if skip is not None and not skip_norm_skip_fits(shape, skip.shape):
+            raise ValueError(f"{name}: skip {tuple(skip.shape)} is neither x's {shape} nor broadcast over "
                                  "its leading dims")
     elif spec.name == ops.GROUP_NORM:
         if len(shape) < 3:

@@ -19,7 +19,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..ops import GATED_ACTIVATIONS
-from ..ops.group_norm import skip_fits
+from ..ops.group_norm import skip_fits as group_norm_fits
+from ..ops.skip_norm import skip_fits as skip_norm_fits
 from .cpu import ACTIVATIONS
 from .library import gated_activation, group_norm, skip_norm
 
@@ -37,6 +38,12 @@ def _exporting() -> bool:
 def _compiled(m: nn.Module) -> bool:
     """Whether m runs torch's ops here: traced by torch.compile (not exporting) and asked to."""
     return m.under_compile == "torch" and torch.compiler.is_compiling() and not _exporting()
+
+
+def _takes(x, skip, fits) -> bool:
+    """Whether the op takes skip beside x: tensors of one dtype and device, skip's shape as fits allows."""
+    return (isinstance(x, torch.Tensor) and isinstance(skip, torch.Tensor) and skip.dtype == x.dtype
+            and skip.device == x.device and fits(x.shape, skip.shape))
 
 
 def _last_dim(normalized_shape) -> int:
@@ -61,9 +68,26 @@ class _Affine(nn.Module):
     def _share(self, m: nn.Module) -> None:
         self.weight, self.bias = m.weight, getattr(m, "bias", None)
 
+    def _norm(self, x, skip, output_sum: bool, norm: str, eps: float, torch_norm):
+        """norm(x + skip) as one SkipNorm kernel (torch_norm(x + skip) where compiled); with output_sum,
+        (that, x + skip). A skip the op cannot take is added first."""
+        if skip is not None and not _takes(x, skip, skip_norm_fits):
+            x, skip = x + skip, None
+        if _compiled(self):
+            s = x if skip is None else x + skip
+            return (torch_norm(s), s) if output_sum else torch_norm(s)
+        gamma = self._gamma(x, self.normalized_shape[0])
+        if skip is None:
+            y = skip_norm(x, gamma=gamma, beta=self.bias, norm=norm, epsilon=eps)
+            return (y, x) if output_sum else y
+        return skip_norm(x, skip, gamma=gamma, beta=self.bias, norm=norm, epsilon=eps, output_sum=int(output_sum))
+
 
 class FusedLayerNorm(_Affine):
-    """nn.LayerNorm over the last dim: one SkipNorm kernel (norm "layer")."""
+    """nn.LayerNorm over the last dim: one SkipNorm kernel (norm "layer"). forward(x, skip=None,
+    output_sum=False): a call site may normalize x + skip in the same kernel (fuse() rewrites
+    `self.norm(a + b)` and the residual stream's `h = r + h; r = h; h = self.norm(h)`) and take the sum
+    as well: (y, x + skip) with output_sum."""
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device=None, dtype=None):
@@ -78,11 +102,9 @@ class FusedLayerNorm(_Affine):
         new._share(m)
         return new
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _compiled(self):
-            return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
-        return skip_norm(x, gamma=self._gamma(x, self.normalized_shape[0]), beta=self.bias, norm="layer",
-                         epsilon=self.eps)
+    def forward(self, x: torch.Tensor, skip=None, output_sum: bool = False):
+        return self._norm(x, skip, output_sum, "layer", self.eps,
+                          lambda s: F.layer_norm(s, self.normalized_shape, self.weight, self.bias, self.eps))
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -91,7 +113,7 @@ class FusedLayerNorm(_Affine):
 class FusedRMSNorm(_Affine):
     """RMSNorm over the last dim, y = x / sqrt(mean(x^2) + eps) * weight (nn.RMSNorm, and the
     LLaMA/Mistral/Qwen2/T5 modules): one SkipNorm kernel (norm "rms"). eps None: the input
-    dtype's machine epsilon, as nn.RMSNorm."""
+    dtype's machine epsilon, as nn.RMSNorm. forward(x, skip=None, output_sum=False) as FusedLayerNorm's."""
 
     def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True,
                  device=None, dtype=None):
@@ -108,11 +130,10 @@ class FusedRMSNorm(_Affine):
         new._share(m)
         return new
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, skip=None, output_sum: bool = False):
         eps = torch.finfo(x.dtype).eps if self.eps is None else self.eps
-        if _compiled(self):
-            return F.rms_norm(x, self.normalized_shape, self.weight, eps)
-        return skip_norm(x, gamma=self._gamma(x, self.normalized_shape[0]), norm="rms", epsilon=eps)
+        return self._norm(x, skip, output_sum, "rms", eps,
+                          lambda s: F.rms_norm(s, self.normalized_shape, self.weight, eps))
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -120,11 +141,11 @@ class FusedRMSNorm(_Affine):
 
 class FusedGroupNorm(_Affine):
     """nn.GroupNorm, optionally followed by SiLU (activation "silu"): one GroupNorm kernel.
-    forward(x, activation=None, skip=None): a call site may ask for another activation than the
+    forward(x, activation=None, skip=None, output_sum=False): a call site may ask for another activation than the
     module's (fuse() rewrites `h = self.norm(h); h = self.silu(h)` into `h = self.norm(h,
     activation="silu")`) and normalize x + skip (fuse() rewrites `h = h + t; h = self.norm(h)` into
     `h = self.norm(h, skip=t)`); a skip the op cannot take (not x's shape or [N, C, 1, ...], another
-    dtype or device) is added first, as the code it replaces did."""
+    dtype or device) is added first, as the code it replaces did. With output_sum: (y, x + skip)."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  activation: str = "none", device=None, dtype=None):
@@ -141,21 +162,22 @@ class FusedGroupNorm(_Affine):
         new._share(m)
         return new
 
-    def forward(self, x: torch.Tensor, activation: str | None = None, skip=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, activation: str | None = None, skip=None, output_sum: bool = False):
         act = self.activation if activation is None else activation
-        if skip is not None and not (
-                isinstance(x, torch.Tensor) and isinstance(skip, torch.Tensor) and skip.dtype == x.dtype
-                and skip.device == x.device and x.dim() > 2 and skip_fits(x.shape, skip.shape)):
+        if skip is not None and not (_takes(x, skip, group_norm_fits) and x.dim() > 2):
             x, skip = x + skip, None
         if _compiled(self) and act in ("none", "silu"):  # any other: the op's own error
-            x = x if skip is None else x + skip
-            y = F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
-            return F.silu(y) if act == "silu" else y
+            s = x if skip is None else x + skip
+            y = F.group_norm(s, self.num_groups, self.weight, self.bias, self.eps)
+            y = F.silu(y) if act == "silu" else y
+            return (y, s) if output_sum else y
         flat = x.dim() == 2  # nn.GroupNorm takes (N, C): one spatial element
-        y = group_norm(x.unsqueeze(-1) if flat else x, skip, num_groups=self.num_groups, epsilon=self.eps,
-                       gamma=self._gamma(x, self.num_channels), beta=self.bias,
-                       activation=act)
-        return y.squeeze(-1) if flat else y
+        out = group_norm(x.unsqueeze(-1) if flat else x, skip, num_groups=self.num_groups, epsilon=self.eps,
+                         gamma=self._gamma(x, self.num_channels), beta=self.bias, activation=act,
+                         output_sum=int(output_sum and skip is not None))
+        y = out[0] if output_sum and skip is not None else out
+        y = y.squeeze(-1) if flat else y
+        return (y, x if skip is None else out[1]) if output_sum else y
 
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
