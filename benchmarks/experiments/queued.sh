@@ -61,7 +61,9 @@
 #            $OUT/triton_configs.json, to commit as plugin_src/ops/skip_norm/triton_configs.json before triton
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} # the wheels gpu_batch.sh installs (there from its first run)
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} # the wheels of .whl, as gpu_batch.sh installs them
+[ -d /tmp/site ] || ! ls .whl/*.whl > /dev/null 2>&1 ||
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 export PYTHONUNBUFFERED=1 OUT=${OUT:-build/queued}
 mkdir -p "$OUT"
 batch=benchmarks/experiments/gpu_batch.sh
