@@ -57,6 +57,11 @@ def test_fuse_llama_replaces_every_rmsnorm():
         type(model.layers[0].mlp).forward, "self.act_fn(self.gate_proj(x)) * self.up_proj(x)")]
     assert isinstance(model.layers[1].post_attention_layernorm, FusedRMSNorm)
     assert isinstance(model.layers[1].mlp.act_fn, FusedActivation) and "forward" in vars(model.layers[1].mlp)
+    # each layer's `hidden_states = residual + hidden_states; residual = hidden_states` before its second norm
+    site = _line(type(model.layers[0]).forward, "hidden_states = self.post_attention_layernorm(hidden_states)")
+    assert report.skip_folded() == 2 and all(r.get("skip") == [
+        f"LlamaDecoderLayer.forward line {site}: skip=residual, output_sum"] for r in report.replaced
+        if r["module"].endswith("post_attention_layernorm"))
     assert model.norm.eps == 1e-6
     torch.testing.assert_close(got, want, **FP32)
     assert fuse(model).counts() == {}  # a second call finds nothing left to do
@@ -91,6 +96,41 @@ def test_fuse_recognizes_rmsnorm_by_behaviour(kind):
     else:
         assert len(norms) == 3 and not report.left
         assert all(r["to"] == ("FusedLayerNorm" if kind == "bert" else "FusedRMSNorm") for r in norms)
+    # the adds each norm's input is made of: BERT's post-norm `self.LayerNorm(hidden_states + input_tensor)` and
+    # its embeddings' sum (skip broadcast over the batch); the residual stream before the second norm elsewhere
+    folded = {r["module"].rsplit(".", 1)[-1]: r["skip"][0].rsplit(": ", 1)[1] for r in norms if r.get("skip")}
+    assert folded == {"bert": {"LayerNorm": "skip=input_tensor"}, "t5": {}, "gemma": {}}.get(
+        kind, {"post_attention_layernorm": "skip=residual, output_sum"})
+    if kind == "bert":
+        assert sorted(r["module"] for r in norms if r.get("skip")) == [
+            "embeddings.LayerNorm", "encoder.layer.0.attention.output.LayerNorm", "encoder.layer.0.output.LayerNorm"]
+        assert norms[0]["skip"][0].endswith("skip=position_embeddings")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_fused_norms_take_a_skip_and_give_the_sum(dtype):
+    """norm(x + skip) as one kernel call, the sum as a second output; a skip the op cannot take (another dtype,
+    a broadcast other than over x's leading dims) added first. Bounds: the kernels' (tests/gpu/test_kernels.py)."""
+    dt = getattr(torch, dtype)
+    tol = {"float32": FP32, "float16": dict(atol=2e-3, rtol=2e-3), "bfloat16": dict(atol=1.6e-2, rtol=1.6e-2)}[dtype]
+    g = torch.Generator().manual_seed(0)
+    x, img = torch.randn(2, 5, 16, generator=g).to(dt), torch.randn(2, 8, 3, 3, generator=g).to(dt)
+    ln, rms, gn = randomize(nn.LayerNorm(16)).to(dt), randomize(nn.RMSNorm(16, eps=1e-5)).to(dt), randomize(
+        nn.GroupNorm(4, 8)).to(dt)
+    cases = [(ln, FusedLayerNorm.from_module(ln), x, [x.clone(), x[:1, :1].clone(), x[0].clone()]),
+             (rms, FusedRMSNorm.from_module(rms), x, [x.clone(), x[:1].clone()]),
+             (gn, FusedGroupNorm.from_module(gn), img, [img.clone(), img[:, :, :1, :1].clone()])]
+    with torch.no_grad():
+        for m, fused, inp, skips in cases:
+            for skip in skips + [skip.float() for skip in skips[:1]] + [inp[:, :1].clone()]:  # the last two: added first
+                want_sum = inp + skip
+                y, s = fused(inp, skip=skip, output_sum=True)
+                torch.testing.assert_close(y, copy.deepcopy(m).to(want_sum.dtype)(want_sum), **tol)
+                torch.testing.assert_close(s, want_sum, **tol)
+                assert s.shape == want_sum.shape and s.dtype == want_sum.dtype
+                torch.testing.assert_close(fused(inp, skip=skip), y, rtol=0, atol=0)
+            y, s = fused(inp, output_sum=True)  # no skip: the sum is x itself
+            assert s is inp and torch.equal(y, fused(inp))
 
 
 def test_fuse_unet_folds_the_silu_where_the_block_shows_it():
