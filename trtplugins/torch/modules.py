@@ -68,14 +68,14 @@ class _Affine(nn.Module):
     def _share(self, m: nn.Module) -> None:
         self.weight, self.bias = m.weight, getattr(m, "bias", None)
 
-    def _norm(self, x, skip, output_sum: bool, norm: str, eps: float, torch_norm):
-        """norm(x + skip) as one SkipNorm kernel (torch_norm(x + skip) where compiled); with output_sum,
+    def _norm(self, x, skip, output_sum: bool, norm: str, eps: float):
+        """norm(x + skip) as one SkipNorm kernel (torch's ops where compiled: _torch_norm); with output_sum,
         (that, x + skip). A skip the op cannot take is added first."""
         if skip is not None and not _takes(x, skip, skip_norm_fits):
             x, skip = x + skip, None
         if _compiled(self):
             s = x if skip is None else x + skip
-            return (torch_norm(s), s) if output_sum else torch_norm(s)
+            return (self._torch_norm(s, eps), s) if output_sum else self._torch_norm(s, eps)
         gamma = self._gamma(x, self.normalized_shape[0])
         if skip is None:
             y = skip_norm(x, gamma=gamma, beta=self.bias, norm=norm, epsilon=eps)
@@ -103,8 +103,10 @@ class FusedLayerNorm(_Affine):
         return new
 
     def forward(self, x: torch.Tensor, skip=None, output_sum: bool = False):
-        return self._norm(x, skip, output_sum, "layer", self.eps,
-                          lambda s: F.layer_norm(s, self.normalized_shape, self.weight, self.bias, self.eps))
+        return self._norm(x, skip, output_sum, "layer", self.eps)
+
+    def _torch_norm(self, s: torch.Tensor, eps: float) -> torch.Tensor:
+        return F.layer_norm(s, self.normalized_shape, self.weight, self.bias, eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -132,8 +134,10 @@ class FusedRMSNorm(_Affine):
 
     def forward(self, x: torch.Tensor, skip=None, output_sum: bool = False):
         eps = torch.finfo(x.dtype).eps if self.eps is None else self.eps
-        return self._norm(x, skip, output_sum, "rms", eps,
-                          lambda s: F.rms_norm(s, self.normalized_shape, self.weight, eps))
+        return self._norm(x, skip, output_sum, "rms", eps)
+
+    def _torch_norm(self, s: torch.Tensor, eps: float) -> torch.Tensor:
+        return F.rms_norm(s, self.normalized_shape, self.weight, eps)
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
