@@ -1,13 +1,14 @@
-"""Why compile + fuse ran the SD UNet slower than compile (run 12: 21.7 against 15.6 ms): graph breaks,
-recompiles and frames dynamo gave up on, for the compiled UNet with and without fuse (FP16, batch 1,
-the default compile mode: what dynamo traces does not depend on the mode), and host ms per forward."""
+"""Whether fuse changes the compiled SD UNet (run 12's run_torch_gpu.sh: compile + fuse 0.72x compile, the modes
+timed one after another while the host's speed drifted 2x): the graphs dynamo makes with and without fuse (graph
+breaks, recompiles, ops captured), then ms per forward of the two compiled models in alternated rounds (FP16,
+batch 1, the default compile mode: what dynamo traces does not depend on the mode); medians."""
 
+import statistics
 import sys
 import time
 from pathlib import Path
 
 import torch
-import torch._dynamo as dynamo
 from torch._dynamo.utils import counters
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -15,8 +16,8 @@ import bench_models as bm  # noqa: E402
 
 import trtplugins.torch as tt  # noqa: E402
 
+models = {}
 for fused in (False, True):
-    dynamo.reset()
     counters.clear()
     model = bm.build_unet(torch.float16)
     if fused:
@@ -27,13 +28,23 @@ for fused in (False, True):
         t = time.perf_counter()
         compiled(*inputs)
         first = time.perf_counter() - t
-        for _ in range(3):
-            compiled(*inputs)
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(10):
-            compiled(*inputs)
-        torch.cuda.synchronize()
-        ms = (time.perf_counter() - t) / 10 * 1e3
     c = {k: dict(v) for k, v in counters.items() if k in ("graph_break", "stats", "recompiles", "unimplemented")}
-    print(f"fuse={fused}: first call {first:.1f} s, {ms:.2f} ms per forward; counters {c}", flush=True)
+    print(f"fuse={fused}: first call {first:.1f} s; counters {c}", flush=True)
+    models["compile+fuse" if fused else "compile"] = (compiled, inputs)
+
+times = {name: [] for name in models}
+with torch.inference_mode():
+    for _ in range(8):
+        for name, (compiled, inputs) in models.items():
+            for _ in range(3):
+                compiled(*inputs)
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            for _ in range(10):
+                compiled(*inputs)
+            torch.cuda.synchronize()
+            times[name].append((time.perf_counter() - t) / 10 * 1e3)
+base = statistics.median(times["compile"])
+for name, ts in times.items():
+    m = statistics.median(ts)
+    print(f"{name:13s} {m:.2f} ms per forward ({base / m:.3f}x compile), rounds {[round(t, 2) for t in ts]}")
