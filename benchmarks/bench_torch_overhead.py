@@ -9,7 +9,9 @@ called as the modules call it (trtplugins.torch.<op>: straight to the kernels in
 same op through the dispatcher (torch.ops.trtplugins.<op>, as compiled code calls it). And the parts of
 our call (`--parts`): the C entry's call alone as the prepared launch makes it (ctypes, the entry's host
 work and its CUDA launch, the pointers fixed), the same entry with 0 rows (ctypes' argument conversion
-alone: it returns before any CUDA call) and an empty kernel launched through ctypes.
+alone: it returns before any CUDA call) and an empty kernel launched through ctypes; with `--cpp` also the
+fused modules' calls through the Python launches and through the C++ ones (trtplugins.torch.use_cpp())
+beside torch's modules.
 
     python benchmarks/bench_torch_overhead.py --out build/torch-overhead
 """
@@ -28,7 +30,7 @@ import torch.nn.functional as F
 import trtplugins.torch as tt
 from trtplugins import kernels
 from trtplugins.ops import skip_norm as sn
-from trtplugins.torch import _kernels
+from trtplugins.torch import _cpp, _kernels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from bench_ops import EPS, rms_chain  # noqa: E402  (HF LLaMA's RMSNorm, as the kernel benchmark times it)
@@ -60,8 +62,9 @@ def cases(dtype):
         }
 
 
-def parts(dtype):
-    """The parts of one call of ours: the prepared launch's C entry call alone, ctypes alone, a bare launch."""
+def parts(dtype, cpp=None):
+    """The parts of one call of ours: the prepared launch's C entry call alone, ctypes alone, a bare launch; with
+    cpp (the built C++ launches), the fused modules' calls both ways beside torch's modules."""
     dev = dict(device="cuda", dtype=dtype)
     stream = kernels.current_stream(torch.cuda.current_device())
     empty = kernels.load().trtp_empty_launch
@@ -72,6 +75,11 @@ def parts(dtype):
         p = (x.data_ptr(), 0, 0, w.data_ptr(), w.data_ptr(), y.data_ptr(), 0, ws.data_ptr(), ws.numel(), stream)
         yield "group_norm+silu", shape, {"C entry alone": lambda p=p, run=run: run(*p),
                                          "empty launch (ctypes)": lambda: empty(stream)}
+        if cpp is not None:
+            gn = torch.nn.GroupNorm(32, shape[1]).to(**dev)
+            act, fused = torch.nn.SiLU(), tt.FusedGroupNorm.from_module(gn, "silu")
+            yield "group_norm+silu", shape, {"torch's modules": lambda x=x, gn=gn, act=act: act(gn(x)),
+                                             **_module_rows(fused, x, cpp)}
     for shape in ((1, 16, 768), (2, 4096, 320)):
         x, w = torch.randn(shape, **dev), torch.ones(shape[-1], device="cuda")
         y = torch.empty_like(x)
@@ -80,6 +88,18 @@ def parts(dtype):
         p = (x.data_ptr(), 0, 0, w.data_ptr(), w.data_ptr(), y.data_ptr(), 0, stream)
         yield "layer_norm", shape, {"C entry alone": lambda p=p, run=run: run(*p),
                                     "C entry, 0 rows (ctypes alone)": lambda p=p, none=none: none(*p)}
+        if cpp is not None:
+            ln = torch.nn.LayerNorm(shape[-1]).to(**dev)
+            yield "layer_norm", shape, {"torch's module": lambda x=x, ln=ln: ln(x),
+                                        **_module_rows(tt.FusedLayerNorm.from_module(ln), x, cpp)}
+
+
+def _module_rows(fused, x, cpp) -> dict:
+    """A fused module's call through the Python launches and through the C++ ones."""
+    def call(ext):
+        _cpp.ext = ext
+        return fused(x)
+    return {"fused module (Python launches)": lambda: call(None), "fused module (C++ launches)": lambda: call(cpp)}
 
 
 def timed(fn, calls: int) -> tuple[float, float]:
@@ -103,12 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="build/torch-overhead")
     p.add_argument("--calls", type=int, default=200)
     p.add_argument("--parts", action="store_true", help="also time the parts of our call (see above)")
+    p.add_argument("--cpp", action="store_true", help="with --parts: the fused modules through the C++ launches too")
     a = p.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     todo = list(cases(torch.float16))  # weights made outside inference mode, as a model's are
-    todo += list(parts(torch.float16)) if a.parts else []
+    todo += list(parts(torch.float16, tt.use_cpp() if a.cpp else None)) if a.parts else []
     with torch.inference_mode():
         for dtype in (torch.float16,):
             for op, shape, impls in todo:

@@ -12,6 +12,8 @@ some fused modules run torch's own ops instead of ours (the modules, rewritten f
   norms only     fuse(silu=False, skip=False, gated=False): our kernels, nothing folded
   ... (gc off)   eager and ours again with Python's garbage collector off (our calls allocate a few
                  containers each: a collection's share of the host time)
+  ... C++        (--cpp) ours and ours LN again through the C++ launches (trtplugins.torch.use_cpp(): no
+                 Python of ours past the modules' forward)
 
 The models alternate, rounds of 10 forwards each (the host's speed drifts between calls); medians.
 --tiny: the tiny UNet on the CPU (a smoke run of this script)."""
@@ -28,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_models as bm  # noqa: E402
 
 import trtplugins.torch as tt  # noqa: E402
-from trtplugins.torch import modules  # noqa: E402
+from trtplugins.torch import _cpp, modules  # noqa: E402
 
 compiled = modules._compiled
 modules._compiled = lambda m: getattr(m, "torch_ops", False) or compiled(m)  # a module told to run torch's ops
@@ -54,15 +56,22 @@ inputs = bm.unet_inputs(model, 1, torch.Generator(device=bm.DEVICE).manual_seed(
 models = {"eager": model, "modules": variant(model, ()), "ours": variant(model), "ours GN": variant(model, ("GN",)),
           "ours LN": variant(model, ("LN",)), "ours gated": variant(model, ("gated",)),
           "norms only": variant(model, ("GN", "LN"), silu=False, skip=False, gated=False)}
+cpp = tt.use_cpp() if "--cpp" in sys.argv else None
+_cpp.ext = None  # set for the C++ variants' calls only
+if cpp is not None:
+    models.update({"ours C++": models["ours"], "ours LN C++": models["ours LN"]})
 with torch.inference_mode():
     want = model(*inputs).sample.float()
     for name, m in models.items():
+        _cpp.ext = cpp if name.endswith("C++") else None
         err = ((m(*inputs).sample.float() - want).abs().max() / want.abs().max()).item()
         print(f"{name:11s} max rel err vs eager {err:.2e}")
     times = {name: [] for name in (*models, "eager (gc off)", "ours (gc off)")}
     for _ in range(8):
         for name, m in models.items():
+            _cpp.ext = cpp if name.endswith("C++") else None
             times[name].append(bm.time_ms(m, inputs, 2, 10)[1])
+        _cpp.ext = None
         gc.disable()
         for name in ("eager", "ours"):
             times[f"{name} (gc off)"].append(bm.time_ms(models[name], inputs, 2, 10)[1])

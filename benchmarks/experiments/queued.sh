@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: smallbench, gn, gnbig, biasncu, retune; run 12 (2026-12-06, tenth session) ran aotcheck, norms
+# Steps (next: cpp, smallbench, gn, gnbig, biasncu, retune; run 12 (2026-12-06, tenth session) ran aotcheck, norms
 # (DTYPES fp16, then bf16 fp32) and torch; the ninth session got no device; run 11
 # on 2026-12-06 ran aotfull and gnab (walk_packs and seg_sync dropped); run 10 gnab (cf_silu landed, stage_chunks
 # dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
@@ -20,6 +20,9 @@
 #            the host time per call and its parts (bench_torch_overhead.py --parts: the C entry alone, ctypes
 #            alone) and experiments/bisect_fused_unet.py (which fused modules cost the eager UNet its host time);
 #            torchcheck: those two alone, through the CUDA kernels' library
+#   cpp      trtplugins.torch's C++ launches (use_cpp(): the fused modules' eager calls with no Python of ours past
+#            their forward), built against this machine's torch: their GPU tests (== the Python launches bit for
+#            bit), the host time per module call both ways beside torch's modules, the UNet bisect with them
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
@@ -109,6 +112,13 @@ case ${1:-} in
   tests2) TESTS="plugin_gpu or concurrency" TEST_TIMEOUT=420 bash $batch ;;
   torch) bash benchmarks/run_torch_gpu.sh ;;
   torchcheck) gpu_library; torch_check ;; # aotcheck's torch parts alone, where the budget is short
+  cpp) gpu_library
+       timeout 240 python3 -m pytest -m gpu tests/gpu/test_torch_cpp.py -q -p no:cacheprovider -rs \
+         > "$OUT/torch_cpp_tests.log" 2>&1; tail -4 "$OUT/torch_cpp_tests.log"
+       PYTHONPATH=$PWD:$PYTHONPATH timeout 90 python3 benchmarks/bench_torch_overhead.py --parts --cpp \
+         --out "$OUT/overhead" > "$OUT/overhead.log" 2>&1; grep "^|" "$OUT/overhead.log"
+       PYTHONPATH=$PWD:$PYTHONPATH timeout 240 python3 benchmarks/experiments/bisect_fused_unet.py --cpp \
+         > "$OUT/unet_bisect.log" 2>&1; tail -14 "$OUT/unet_bisect.log" ;;
   unethost) gpu_library
             PYTHONPATH=$PWD:$PYTHONPATH timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
   gn7) TESTS="group_norm and (whole or channels_first or sd_shapes) and not plugin" TEST_TIMEOUT=150 \

@@ -8,14 +8,16 @@ ONNX export that writes the ops as plugin nodes.
 Ops: torch.ops.trtplugins.{skip_norm, group_norm, bias_activation, gated_activation} (the
 functions of the same names here return a tensor, or a tuple with output_sum=1). CUDA runs the
 project's kernels (libtrtplugins_kernels.so), any other device the torch implementation (cpu.py).
-Inference only."""
+Inference only. use_cpp(): the fused modules' eager CUDA calls through C++ built against this torch (_cpp.py)."""
 
+from ._cpp import use_cpp
 from .fuse import FuseReport, fuse
 from .library import bias_activation, gated_activation, group_norm, skip_norm
 from .modules import FusedActivation, FusedGatedLinear, FusedGroupNorm, FusedLayerNorm, FusedRMSNorm
 
 __all__ = ["FuseReport", "FusedActivation", "FusedGatedLinear", "FusedGroupNorm", "FusedLayerNorm", "FusedRMSNorm",
-           "bias_activation", "export", "fuse", "gated_activation", "group_norm", "skip_norm", "to_plugin_nodes"]
+           "bias_activation", "export", "fuse", "gated_activation", "group_norm", "skip_norm", "to_plugin_nodes",
+           "use_cpp"]
 
 
 def __getattr__(name: str):

@@ -158,9 +158,11 @@ def _register(lib: torch.library.Library, spec: ops.OpSpec) -> None:
 
 @functools.cache
 def _cuda_kernels():
-    """trtplugins.torch._kernels, imported on the first CUDA call (it loads the kernel library)."""
-    from . import _kernels
+    """trtplugins.torch._kernels, imported on the first CUDA call (it loads the kernel library); the C++
+    launches built then where TRTPLUGINS_TORCH_CPP=1 (_cpp.py)."""
+    from . import _cpp, _kernels
 
+    _cpp.from_env()
     return _kernels
 
 

@@ -19,8 +19,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..ops import GATED_ACTIVATIONS
-from ..ops.group_norm import skip_fits as group_norm_fits
-from ..ops.skip_norm import skip_fits as skip_norm_fits
+from ..ops.gated_activation import ACTIVATION_IDS as GATED_IDS, GATE_IDS
+from ..ops.group_norm import ACTIVATION_IDS as GN_ACTIVATION_IDS, skip_fits as group_norm_fits
+from ..ops.skip_norm import NORM_IDS, skip_fits as skip_norm_fits
+from . import _cpp
 from .cpu import ACTIVATIONS
 from .library import gated_activation, group_norm, skip_norm
 
@@ -44,6 +46,22 @@ def _takes(x, skip, fits) -> bool:
     """Whether the op takes skip beside x: tensors of one dtype and device, skip's shape as fits allows."""
     return (isinstance(x, torch.Tensor) and isinstance(skip, torch.Tensor) and skip.dtype == x.dtype
             and skip.device == x.device and fits(x.shape, skip.shape))
+
+
+def _fast(x):
+    """The C++ launches (trtplugins.torch.use_cpp()) where this call may take them: a plain tensor, nothing
+    compiling, tracing or exporting (those see the op); else None."""
+    ext = _cpp.ext
+    if ext is None or type(x) is not torch.Tensor or torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return None
+    return ext
+
+
+def _gated(x, x2, activation: str, gate: str):
+    """GatedActivation through the C++ launches where they take the call, else the op."""
+    ext = _fast(x)
+    out = None if ext is None else ext.gated_activation(x, x2, None, None, GATED_IDS[activation], GATE_IDS[gate])
+    return gated_activation(x, x2, activation=activation, gate=gate) if out is None else out
 
 
 def _last_dim(normalized_shape) -> int:
@@ -76,11 +94,13 @@ class _Affine(nn.Module):
         if _compiled(self):
             s = x if skip is None else x + skip
             return (self._torch_norm(s, eps), s) if output_sum else self._torch_norm(s, eps)
-        gamma = self._gamma(x, self.normalized_shape[0])
-        if skip is None:
-            y = skip_norm(x, gamma=gamma, beta=self.bias, norm=norm, epsilon=eps)
-            return (y, x) if output_sum else y
-        return skip_norm(x, skip, gamma=gamma, beta=self.bias, norm=norm, epsilon=eps, output_sum=int(output_sum))
+        gamma, summed = self._gamma(x, self.normalized_shape[0]), bool(output_sum and skip is not None)
+        ext, out = _fast(x), None
+        if ext is not None:
+            out = ext.skip_norm(x, skip, gamma, self.bias, None, NORM_IDS[norm], eps, summed)
+        if out is None:
+            out = skip_norm(x, skip, gamma=gamma, beta=self.bias, norm=norm, epsilon=eps, output_sum=int(summed))
+        return (out, x) if output_sum and skip is None else out
 
 
 class FusedLayerNorm(_Affine):
@@ -175,11 +195,15 @@ class FusedGroupNorm(_Affine):
             y = F.group_norm(s, self.num_groups, self.weight, self.bias, self.eps)
             y = F.silu(y) if act == "silu" else y
             return (y, s) if output_sum else y
-        flat = x.dim() == 2  # nn.GroupNorm takes (N, C): one spatial element
-        out = group_norm(x.unsqueeze(-1) if flat else x, skip, num_groups=self.num_groups, epsilon=self.eps,
-                         gamma=self._gamma(x, self.num_channels), beta=self.bias, activation=act,
-                         output_sum=int(output_sum and skip is not None))
-        y = out[0] if output_sum and skip is not None else out
+        flat, summed = x.dim() == 2, bool(output_sum and skip is not None)  # nn.GroupNorm takes (N, C) too
+        xs, gamma = x.unsqueeze(-1) if flat else x, self._gamma(x, self.num_channels)
+        ext, out, act_id = _fast(x), None, GN_ACTIVATION_IDS.get(act)
+        if ext is not None and act_id is not None:
+            out = ext.group_norm(xs, skip, self.num_groups, gamma, self.bias, None, act_id, self.eps, summed)
+        if out is None:
+            out = group_norm(xs, skip, num_groups=self.num_groups, epsilon=self.eps, gamma=gamma, beta=self.bias,
+                             activation=act, output_sum=int(summed))
+        y = out[0] if summed else out
         y = y.squeeze(-1) if flat else y
         return (y, x if skip is None else out[1]) if output_sum else y
 
@@ -211,7 +235,7 @@ class FusedGatedLinear(nn.Module):
             first, second = h.chunk(2, -1)
             a, g = (first, second) if self.gate == "second" else (second, first)
             return a * ACTIVATIONS[self.activation](g)
-        return gated_activation(h, activation=self.activation, gate=self.gate)
+        return _gated(h, None, self.activation, self.gate)
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}, gate={self.gate!r}"
@@ -239,7 +263,7 @@ class FusedActivation(nn.Module):
                                    and x.dtype in IO_DTYPES and gated.shape == x.shape and gated.dtype == x.dtype
                                    and gated.device == x.device):
             return self.act(x) * gated
-        return gated_activation(x, gated, activation=self.activation, gate="first")
+        return _gated(x, gated, self.activation, "first")
 
     def extra_repr(self) -> str:
         return f"activation={self.activation!r}"
