@@ -9,7 +9,8 @@ Under torch.compile (not an export) a module runs torch's own ops by default (`u
 Inductor then fuses the norm into its neighbours' kernels and keeps its layouts, where our op is an
 opaque call with a host cost per call (benchmarks/RESULTS.md, PyTorch: a compiled SD UNet 0.56x with our
 op, a LLaMA stack 0.99x); "trtplugins" keeps our kernel in compiled graphs. Eager, CUDA graphs of eager
-code and exports (torch.export, torch.onnx) always call the op."""
+code and exports (torch.export, torch.onnx) always call the op, or in eager on CUDA, after
+trtplugins.torch.use_cpp(), its C++ launches (_cpp.py: the same kernels, no Python of ours per call)."""
 
 from __future__ import annotations
 
@@ -165,8 +166,8 @@ class FusedRMSNorm(_Affine):
 
 class FusedGroupNorm(_Affine):
     """nn.GroupNorm, optionally followed by SiLU (activation "silu"): one GroupNorm kernel.
-    forward(x, activation=None, skip=None, output_sum=False): a call site may ask for another activation than the
-    module's (fuse() rewrites `h = self.norm(h); h = self.silu(h)` into `h = self.norm(h,
+    forward(x, activation=None, skip=None, output_sum=False): a call site may ask for another activation than
+    the module's (fuse() rewrites `h = self.norm(h); h = self.silu(h)` into `h = self.norm(h,
     activation="silu")`) and normalize x + skip (fuse() rewrites `h = h + t; h = self.norm(h)` into
     `h = self.norm(h, skip=t)`); a skip the op cannot take (not x's shape or [N, C, 1, ...], another
     dtype or device) is added first, as the code it replaces did. With output_sum: (y, x + skip)."""

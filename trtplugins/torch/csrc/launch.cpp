@@ -67,7 +67,8 @@ Tensor fp32(const Tensor& w) {
     if (keep) {
         std::lock_guard<std::mutex> lock(gKeptMutex);
         if (gKept.size() >= kMaxKept)
-            for (auto it = gKept.begin(); it != gKept.end();) it = it->second.ref.expired() ? gKept.erase(it) : std::next(it);
+            for (auto it = gKept.begin(); it != gKept.end();)
+                it = it->second.ref.expired() ? gKept.erase(it) : std::next(it);
         gKept.insert_or_assign(
             key, Kept{c10::weak_intrusive_ptr<c10::TensorImpl>(w.getIntrusivePtr()), w._version(), w.data_ptr(), w32});
     }
@@ -168,7 +169,8 @@ GnPlan gnPlan(int dt, int device, long long n, long long c, long long spatial, l
         trtp_group_norm_resident_plan(dt, 0, 0, n, c, spatial, groups, mode, 1, 0, 0, 1, 1, 0, p.residentPlan.data());
         p.resident = p.residentPlan[3] != 0;
     }
-    if (!p.resident) trtp_group_norm_configure(dt, n, groups, c / groups * spatial, mode, &p.chunks, &p.chunkLen, &p.cluster);
+    if (!p.resident)
+        trtp_group_norm_configure(dt, n, groups, c / groups * spatial, mode, &p.chunks, &p.chunkLen, &p.cluster);
     std::lock_guard<std::mutex> lock(gPlanMutex);
     if (gPlans.size() >= kMaxKept) gPlans.clear();
     return gPlans[key] = p;
@@ -209,9 +211,9 @@ py::object groupNorm(const Tensor& x_, const Opt& skip_, int64_t groups, const T
                                        p.residentPlan.data(), nullptr, stream(x)),
               "group_norm");
     else
-        check(trtp_group_norm(dt, x.data_ptr(), ptrOr(skip), mode, biasp, gp, bp, y.data_ptr(), sp, ws.data_ptr(), size, n,
-                              c, spatial, groups, float(epsilon), int(act), p.chunks, p.chunkLen, p.cluster, nullptr,
-                              stream(x)),
+        check(trtp_group_norm(dt, x.data_ptr(), ptrOr(skip), mode, biasp, gp, bp, y.data_ptr(), sp, ws.data_ptr(),
+                              size, n, c, spatial, groups, float(epsilon), int(act), p.chunks, p.chunkLen, p.cluster,
+                              nullptr, stream(x)),
               "group_norm");
     return outputSum ? py::object(py::make_tuple(y, sum)) : py::cast(y);
 }
