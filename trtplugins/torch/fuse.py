@@ -13,10 +13,13 @@ replaced and what was left with why.
   with those call sites changed to `self.<norm>(..., activation="silu")` and the SiLU statements
   removed, and set on that instance only; the SiLU module stays (it may serve other calls, as the
   ResNet block's time embedding). Modules, not call sites, are shared, so nothing else changes.
-- An add before a GroupNorm is folded into its skip input the same way: `h = x + t` (`h = h + t` also
+- An add before a norm is folded into its skip input the same way: `h = x + t` (`h = h + t` also
   alone under `if t is not None:`) directly followed by `h = self.<norm>(h)` becomes
-  `h = self.<norm>(x, skip=t)` (diffusers' ResnetBlock2D: the time embedding added before norm2);
-  a skip the op cannot take (not x's shape or [N, C, 1, ...], another dtype) is added first at run time.
+  `h = self.<norm>(x, skip=t)` (diffusers' ResnetBlock2D: the time embedding added before norm2), as does
+  `self.<norm>(x + t)` (BERT's post-norm); a residual stream's `h = x + t; r = h; n = self.<norm>(h)` (HF
+  LLaMA/Mistral/Qwen2/Gemma layers) becomes `n, r = self.<norm>(x, skip=t, output_sum=True)`, one kernel that
+  also writes the sum. A skip the op cannot take (another dtype, a shape it does not broadcast) is added
+  first at run time.
 - A gated unit -> FusedGatedLinear: a module named *GLU* (diffusers' GEGLU, SwiGLU) holding one nn.Linear
   and parameterless activations, whose output on a probe input is a * act(g) of the projection's two
   halves (the activation and which half it gates found by the probe).
