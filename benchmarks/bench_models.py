@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 
 import trtplugins.torch as tt
+from trtplugins.torch import _cpp
 
 SD15 = dict(sample_size=64, in_channels=4, out_channels=4, layers_per_block=2,
             block_out_channels=(320, 640, 1280, 1280), cross_attention_dim=768, attention_head_dim=8,
@@ -249,7 +250,8 @@ def graphed(model, inputs):
 
 def measure(run: Run, case: dict, mode: str, model) -> None:
     """One mode on every shape of a case; the eager outputs are the reference of the others. Modes:
-    eager, compile, graph (eager code in a CUDA graph), each with "+fuse"."""
+    eager, compile, graph (eager code in a CUDA graph), each with "+fuse"; eager+cpp+fuse (--cpp: the fused
+    modules' calls through trtplugins.torch.use_cpp())."""
     a = run.args
     compiled = mode.startswith("compile")
     torch._dynamo.reset()
@@ -300,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="smoke run: batch 1 / 1x256 only, 1 LLaMA layer")
     p.add_argument("--tiny", action="store_true", help="small configs (smoke test of the script itself)")
     p.add_argument("--device", default="cuda", help="cuda; cpu for the smoke test")
+    p.add_argument("--cpp", action="store_true", help="also eager+cpp+fuse: through trtplugins.torch.use_cpp()")
     a = p.parse_args(argv)
     if a.quick or a.tiny:
         a.layers, a.iters, a.warmup = 1, 3, 1
@@ -307,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     DEVICE = a.device
     a.graphs = a.graphs and DEVICE == "cuda"
     run = Run(a)
+    cpp = tt.use_cpp() if a.cpp else None
+    _cpp.ext = None  # set for the eager+cpp+fuse rows only
     torch.backends.cuda.matmul.allow_tf32 = True
     gen = torch.Generator(device=DEVICE).manual_seed(0)
     compiled = {d for d in a.compile_dtypes.split(",") if d}
@@ -335,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
             case["report"] = tt.fuse(model)
             print(case["report"], flush=True)
             measure(run, case, "eager+fuse", model)
+            if cpp is not None:  # the fused modules' eager calls through the C++ launches
+                _cpp.ext = cpp
+                measure(run, case, "eager+cpp+fuse", model)
+                _cpp.ext = None
             if a.graphs:
                 measure(run, case, "graph+fuse", model)
             if unfused is not None:
