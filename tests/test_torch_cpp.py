@@ -57,3 +57,81 @@ def test_use_cpp_needs_cuda_and_says_so(monkeypatch):
         _cpp.from_env()
     assert _cpp.header_dir() == Path(_cpp.__file__).resolve().parents[2] / "plugin_src" / "capi"
     assert sys.modules["trtplugins.torch"].use_cpp is _cpp.use_cpp
+
+
+def _declared(fn: str) -> list[str]:
+    """The parameter names of launch.cpp's function fn, snake_case, as the modules pass them."""
+    import re
+
+    params = re.search(rf"py::object {fn}\(([^)]*)\)", _cpp.SOURCE.read_text()).group(1)
+    names = [p.split()[-1].rstrip("_") for p in params.replace("\n", " ").split(",")]
+    return [re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), n) for n in names]
+
+
+class _Launches:
+    """launch.cpp's three functions with their declared parameters, computing with the op's CPU implementation:
+    what the fused modules pass them (order, ids, flags) must give the op's own results."""
+
+    def __init__(self):
+        from trtplugins.ops import gated_activation, group_norm, skip_norm
+
+        self.names = {"norm": {v: k for k, v in skip_norm.NORM_IDS.items()},
+                      "act": {v: k for k, v in group_norm.ACTIVATION_IDS.items()},
+                      "gated": {v: k for k, v in gated_activation.ACTIVATION_IDS.items()},
+                      "gate": {v: k for k, v in gated_activation.GATE_IDS.items()}}
+        self.calls = 0
+
+    def skip_norm(self, x, skip, gamma, beta, bias, norm, epsilon, output_sum):
+        self.calls += 1
+        out = torch.ops.trtplugins.skip_norm(x, skip, gamma=gamma, beta=beta, bias=bias, norm=self.names["norm"][norm],
+                                             epsilon=epsilon, output_sum=int(output_sum))
+        return tuple(out) if output_sum else out[0]
+
+    def group_norm(self, x, skip, groups, gamma, beta, bias, act, epsilon, output_sum):
+        self.calls += 1
+        out = torch.ops.trtplugins.group_norm(x, skip, num_groups=groups, gamma=gamma, beta=beta, bias=bias,
+                                              activation=self.names["act"][act], epsilon=epsilon,
+                                              output_sum=int(output_sum))
+        return tuple(out) if output_sum else out[0]
+
+    def gated_activation(self, x, x2, gate_bias, linear_bias, act, gate):
+        self.calls += 1
+        return torch.ops.trtplugins.gated_activation(x, x2, gate_bias=gate_bias, linear_bias=linear_bias,
+                                                     activation=self.names["gated"][act], gate=self.names["gate"][gate])
+
+
+def test_modules_call_the_launches_as_launch_cpp_declares_them():
+    import inspect
+
+    from torch import nn
+
+    import trtplugins.torch as tt
+
+    launches = _Launches()
+    for py, cpp in (("skip_norm", "skipNorm"), ("group_norm", "groupNorm"), ("gated_activation", "gatedActivation")):
+        assert list(inspect.signature(getattr(launches, py)).parameters) == _declared(cpp)
+    g = torch.Generator().manual_seed(0)
+    x, img = torch.randn(2, 5, 16, generator=g), torch.randn(2, 8, 3, 3, generator=g)
+    ln, rms, gn = nn.LayerNorm(16), nn.RMSNorm(16, eps=1e-5), nn.GroupNorm(4, 8)
+    for m in (ln, rms, gn):
+        with torch.no_grad():
+            for p in m.parameters():
+                p.copy_(torch.randn(p.shape, generator=g))
+    calls = [(tt.FusedLayerNorm.from_module(ln), lambda m: m(x, skip=x.flip(0), output_sum=True)),
+             (tt.FusedRMSNorm.from_module(rms), lambda m: m(x, skip=x[:1])),
+             (tt.FusedGroupNorm.from_module(gn, "silu"), lambda m: m(img, skip=img[:, :, :1, :1].clone(),
+                                                                    output_sum=True)),
+             (tt.FusedGatedLinear(nn.Linear(16, 32), "gelu_tanh"), lambda m: m(x)),
+             (tt.FusedActivation(nn.SiLU(), "silu"), lambda m: m(x, gated=x.flip(0)))]
+    with torch.no_grad():
+        for module, call in calls:
+            _cpp.ext = None
+            want = call(module)
+            _cpp.ext, before = launches, launches.calls
+            try:
+                got = call(module)
+            finally:
+                _cpp.ext = None
+            assert launches.calls == before + 1, type(module).__name__
+            for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                torch.testing.assert_close(a, b, rtol=0, atol=0)
