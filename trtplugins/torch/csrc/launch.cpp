@@ -41,7 +41,8 @@ bool capturing() { return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c
 
 // A weight's FP32 copy, kept while the weight is unchanged: the same object (a weak reference), version
 // counter and storage. Not kept for an inference tensor (no version counter) or under capture (the graph's
-// pool); copies of weights that died go when the table grows past kMaxKept.
+// pool); copies of weights that died go when the table grows past kMaxKept. The table is never destroyed (its
+// tensors are not freed at exit, after CUDA and torch's allocator may be gone).
 struct Kept {
     c10::weak_intrusive_ptr<c10::TensorImpl> ref;
     int64_t version;
@@ -50,7 +51,7 @@ struct Kept {
 };
 constexpr size_t kMaxKept = 4096;
 std::mutex gKeptMutex;
-std::unordered_map<const c10::TensorImpl*, Kept> gKept;
+std::unordered_map<const c10::TensorImpl*, Kept>& gKept = *new std::unordered_map<const c10::TensorImpl*, Kept>;
 
 Tensor fp32(const Tensor& w) {
     if (w.scalar_type() == at::kFloat && w.is_contiguous()) return w;
