@@ -355,6 +355,13 @@ def _fold_calls(parent: nn.Module, norms: set[str], silus: set[str], skip: bool,
     return (*map(dict, found), None)
 
 
+def _self_call(node, me: str) -> bool:
+    """node is `<me>.<attr>(a)`: a call of an attribute of the forward's first parameter with one plain argument."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == me and len(node.args) == 1
+            and not node.keywords and not isinstance(node.args[0], ast.Starred))
+
+
 class _Products(ast.NodeTransformer):
     """`self.<act>(a) * b` or `b * self.<act>(a)` (act in acts) -> `self.<act>(a, gated=b)`."""
 
@@ -363,22 +370,16 @@ class _Products(ast.NodeTransformer):
         self.sites: list[tuple] = []  # (act, "self.<act>(...) * ...", line)
 
     @staticmethod
-    def _call(node, me: str) -> bool:
-        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == me and len(node.args) == 1
-                and not node.keywords and not isinstance(node.args[0], ast.Starred))
-
-    @classmethod
-    def calls(cls, tree, me: str) -> list[ast.Call]:
+    def calls(tree, me: str) -> list[ast.Call]:
         """The self-calls of one argument that are an operand of a product in tree."""
         return [c for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)
-                for c in (n.left, n.right) if cls._call(c, me)]
+                for c in (n.left, n.right) if _self_call(c, me)]
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.Mult):
             for call, other in ((node.left, node.right), (node.right, node.left)):
-                if self._call(call, self.me) and call.func.attr in self.acts:
+                if _self_call(call, self.me) and call.func.attr in self.acts:
                     call.keywords.append(ast.keyword(arg="gated", value=other))
                     self.sites.append((call.func.attr, f"self.{call.func.attr}(...) * ...", node.lineno))
                     return ast.copy_location(call, node)
@@ -393,7 +394,7 @@ class _InlineAdds(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        if (_Products._call(node, self.me) and node.func.attr in self.norms and isinstance(node.args[0], ast.BinOp)
+        if (_self_call(node, self.me) and node.func.attr in self.norms and isinstance(node.args[0], ast.BinOp)
                 and isinstance(node.args[0].op, ast.Add)):
             add = node.args[0]
             node.args[0] = add.left
@@ -446,17 +447,27 @@ class _Rewrite:
         h, a, b = st.targets[0].id, st.value.left.id, st.value.right.id
         return (h, b, a) if b == h and a != h else (h, a, b)
 
+    @staticmethod
+    def _of_sum(call: ast.Call, h: str, taken: tuple) -> bool:
+        """call is `self.<norm>(h)` with none of the keywords `taken`."""
+        return (len(call.args) == 1 and isinstance(call.args[0], ast.Name) and call.args[0].id == h
+                and all(k.arg not in taken for k in call.keywords))
+
+    def _fold_add(self, call: ast.Call, added: tuple, line: int, output_sum: bool = False) -> None:
+        """`self.<norm>(h)` -> `self.<norm>(x, skip=t)` (+ output_sum=True) for the add (h, x, t)."""
+        call.args[0] = ast.Name(added[1], ast.Load())
+        call.keywords.append(ast.keyword(arg="skip", value=ast.Name(added[2], ast.Load())))
+        if output_sum:
+            call.keywords.append(ast.keyword(arg="output_sum", value=ast.Constant(True)))
+        self.skips.append((call.func.attr, f"skip={added[2]}" + (", output_sum" if output_sum else ""), line))
+
     def _skip_of(self, st, nxt) -> bool:
         """Folds `h = x + t` (st) into the norm call `h = self.<norm>(h)` (nxt): `h = self.<norm>(x, skip=t)`
         (h is overwritten at once, so its sum is read by the norm alone)."""
         added, c = self._added(st), self._norm(nxt) if nxt is not None else None
-        if not (self.skip and added and c and c[0] == added[0] and len(c[1].args) == 1
-                and isinstance(c[1].args[0], ast.Name) and c[1].args[0].id == added[0]
-                and all(k.arg != "skip" for k in c[1].keywords)):
+        if not (self.skip and added and c and c[0] == added[0] and self._of_sum(c[1], added[0], ("skip",))):
             return False
-        c[1].args[0] = ast.Name(added[1], ast.Load())
-        c[1].keywords.append(ast.keyword(arg="skip", value=ast.Name(added[2], ast.Load())))
-        self.skips.append((c[1].func.attr, f"skip={added[2]}", nxt.lineno))
+        self._fold_add(c[1], added, nxt.lineno)
         return True
 
     def _sum_of(self, body: list, i: int) -> bool:
@@ -468,19 +479,15 @@ class _Rewrite:
         if not (added and isinstance(body[i], ast.Assign) and c and isinstance(alias, ast.Assign)
                 and len(alias.targets) == 1 and isinstance(alias.targets[0], ast.Name)
                 and isinstance(alias.value, ast.Name) and alias.value.id == added[0] != alias.targets[0].id
-                and len(c[1].args) == 1 and isinstance(c[1].args[0], ast.Name) and c[1].args[0].id == added[0]
-                and all(k.arg not in ("skip", "output_sum") for k in c[1].keywords) and c[0] != alias.targets[0].id):
+                and self._of_sum(c[1], added[0], ("skip", "output_sum")) and c[0] != alias.targets[0].id):
             return False
         h, r, n = added[0], alias.targets[0].id, c[0]
-        c[1].args[0] = ast.Name(added[1], ast.Load())
-        c[1].keywords += [ast.keyword(arg="skip", value=ast.Name(added[2], ast.Load())),
-                          ast.keyword(arg="output_sum", value=ast.Constant(True))]
+        self._fold_add(c[1], added, body[i + 2].lineno, output_sum=True)
         folded = ast.Assign(targets=[ast.Tuple([ast.Name(n, ast.Store()), ast.Name(r, ast.Store())], ast.Store())],
                             value=c[1])
         body[i:i + 3] = [ast.copy_location(folded, body[i + 2])] + (
             [] if h in (n, r) else [ast.copy_location(ast.Assign([ast.Name(h, ast.Store())], ast.Name(r, ast.Load())),
                                                       body[i + 2])])
-        self.skips.append((c[1].func.attr, f"skip={added[2]}, output_sum", body[i].lineno))
         return True
 
     def _branch_ends(self, st: ast.If) -> list:
