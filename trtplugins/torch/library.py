@@ -87,7 +87,7 @@ def check(spec: ops.OpSpec, a: dict) -> list[tuple]:
         skip = a["skip"]
         if skip is not None and not skip_norm_skip_fits(shape, skip.shape):
             raise ValueError(f"{name}: skip {tuple(skip.shape)} is neither x's {shape} nor broadcast over "
-                                 "its leading dims")
+                             "its leading dims")
     elif spec.name == ops.GROUP_NORM:
         if len(shape) < 3:
             raise ValueError(f"{name}: x {shape} must be N, C, spatial... (rank >= 3)")

@@ -14,6 +14,8 @@ trtplugins.torch.use_cpp(), its C++ launches (_cpp.py: the same kernels, no Pyth
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch import nn
 
@@ -260,9 +262,7 @@ class FusedActivation(nn.Module):
     def forward(self, x: torch.Tensor, gated=None) -> torch.Tensor:
         if gated is None:
             return self.act(x)
-        if _compiled(self) or not (isinstance(gated, torch.Tensor) and isinstance(x, torch.Tensor)
-                                   and x.dtype in IO_DTYPES and gated.shape == x.shape and gated.dtype == x.dtype
-                                   and gated.device == x.device):
+        if _compiled(self) or not (_takes(x, gated, operator.eq) and x.dtype in IO_DTYPES):
             return self.act(x) * gated
         return _gated(x, gated, self.activation, "first")
 
