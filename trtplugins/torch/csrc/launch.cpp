@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <mutex>
@@ -98,13 +99,12 @@ const void* io(const Opt& w, const Tensor& x) {
 // the others on its device and of its type, no gradient asked for (the op's own error then).
 bool takes(const Tensor& x, std::initializer_list<const Opt*> inputs, std::initializer_list<const Opt*> weights) {
     if (!x.is_cuda() || dtypeId(x) < 0 || x.get_device() != c10::cuda::current_device()) return false;
-    bool grad = at::GradMode::is_enabled() && x.requires_grad();
-    for (const Opt* t : inputs) {
+    for (const Opt* t : inputs)
         if (*t && ((*t)->scalar_type() != x.scalar_type() || (*t)->device() != x.device())) return false;
-        grad = grad || (at::GradMode::is_enabled() && *t && (*t)->requires_grad());
-    }
-    for (const Opt* w : weights) grad = grad || (at::GradMode::is_enabled() && *w && (*w)->requires_grad());
-    return !grad;
+    if (!at::GradMode::is_enabled()) return true;
+    const auto grad = [](const Opt* t) { return *t && (*t)->requires_grad(); };
+    return !x.requires_grad() && std::none_of(inputs.begin(), inputs.end(), grad) &&
+           std::none_of(weights.begin(), weights.end(), grad);
 }
 
 void check(int code, const char* op) {
