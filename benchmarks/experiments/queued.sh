@@ -71,8 +71,10 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} # the wheels of .whl, as 
 export PYTHONUNBUFFERED=1 OUT=${OUT:-build/queued}
 mkdir -p "$OUT"
 batch=benchmarks/experiments/gpu_batch.sh
-# The kernel library of gpu_batch.sh (build-gpu/, sm_90): its build only, then on this shell's path
+# The kernel library of gpu_batch.sh (build-gpu/, sm_90): its build only, then on this shell's path; a library
+# already named by TRTPLUGINS_KERNELS_LIB is used as it is
 gpu_library() {
+  [ -f "${TRTPLUGINS_KERNELS_LIB:-}" ] && return # one carried (build-carry/: CI's pip build, sm_90)
   TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1
   export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
 }
