@@ -242,3 +242,23 @@ def test_plans_for_two_ctas_per_sm(dtype):
     # 2560 channels are 640 packs of 4 a pixel, past a CTA's 512 threads: not narrow (its 16-byte packs)
     wide = group_norm.resident_plan(2, 2560, 64, 32, "float16", "none", "channels_last", **two)
     assert wide[0] > 0 and wide[3] and not wide[4]
+
+
+def test_choose_composes_the_plugins_rules():
+    """choose() (groupNormChoose: what the plugin, trtplugins.torch and the C entry all run) on this
+    machine's GPU or none: channels-first the fused resident plan where resident_first() and the plan is
+    fused, else the split plan the plugin configures; channels-last the configured resident plan."""
+    shapes = [(2, 320, 4096, "float16", "none", "none"), (2, 1280, 64, "float16", "none", "silu"),
+              (8, 640, 4096, "bfloat16", "none", "none"), (2, 320, 4096, "float32", "full", "none"),
+              (1, 128, 1 << 18, "float16", "none", "silu")]
+    for n, c, spatial, dtype, mode, act in shapes:
+        resident, split = group_norm.choose(n, c, spatial, 32, dtype, mode, act)
+        rp = group_norm.resident_plan(n, c, spatial, 32, dtype, mode)
+        first = group_norm.resident_first(n, c, spatial, 32, dtype, mode, act) and rp[3]
+        assert resident == (rp if first else None)
+        assert split == ((0, 0, False) if first else group_norm.plan(n, 32, c // 32 * spatial, dtype, mode))
+        if resident is None:
+            assert split[0] >= 1 and split[1] >= 1
+        cl, cl_split = group_norm.choose(n, c, spatial, 32, dtype, mode, act, layout="channels_last", stride=c)
+        assert cl == group_norm.resident_plan(n, c, spatial, 32, dtype, mode, "channels_last", c)
+        assert cl_split == (0, 0, False)

@@ -166,6 +166,36 @@ TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long ch
     return trtp::groupNormResidentFirst(trtp::DType(dtype), s, trtp::GroupNormAct(act)) ? 1 : 0;
 }
 
+TRTP_API void trtp_group_norm_choose(int dtype, int layout, long long channel_stride, long long n, long long channels,
+                                     long long spatial, long long groups, int skip_mode, int act, long long* choice) {
+    const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
+    const trtp::GroupNormChoice c = trtp::groupNormChoose(trtp::DType(dtype), s, trtp::GroupNormAct(act));
+    putPlan(c.resident, choice);
+    choice[5] = c.plan.chunks, choice[6] = c.plan.chunkLen, choice[7] = c.plan.cluster;
+}
+
+TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_stride, const void* x, const void* skip,
+                                    int skip_mode, const float* bias, const float* gamma, const float* beta, void* y,
+                                    void* sum, void* workspace, size_t workspace_size, long long n, long long channels,
+                                    long long spatial, long long groups, float epsilon, int act, const long long* choice,
+                                    void* stream) {
+    long long here[8];
+    if (!choice) {
+        trtp_group_norm_choose(dtype, layout, channel_stride, n, channels, spatial, groups, skip_mode, act, here);
+        choice = here;
+    }
+    trtp::GroupNormArgs a = groupNormArgs(x, skip, skip_mode, bias, gamma, beta, y, sum, workspace, workspace_size, n,
+                                          channels, spatial, groups, epsilon, act);
+    a.layout = trtp::GroupNormLayout(layout), a.channelStride = channel_stride;
+    a.resident.grid = int(choice[0]), a.resident.per = choice[1], a.resident.resident = choice[2];
+    a.resident.fused = choice[3] != 0, a.resident.narrow = choice[4] != 0;
+    a.plan.chunks = choice[5], a.plan.chunkLen = choice[6], a.plan.cluster = choice[7] != 0;
+    // what a configure does first on this GPU: the kernels' attributes (shared memory, cluster sizes)
+    if (a.resident.grid > 0 || a.layout == trtp::GroupNormLayout::kChannelsLast) trtp::groupNormResidentDevice();
+    else if (a.plan.cluster) trtp::groupNormDevice();
+    return int(trtp::launchGroupNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
+}
+
 TRTP_API int trtp_group_norm_channels_last_ok(int dtype, long long channels, long long channel_stride) {
     return trtp::groupNormChannelsLastOk(trtp::DType(dtype), channels, channel_stride) ? 1 : 0;
 }

@@ -81,6 +81,20 @@ TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long cha
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,
                                            int skip_mode, int act);
 
+// What the plugin runs a shape with on the current GPU (groupNormChoose), into choice[8]: the resident
+// plan (grid, per, resident, fused, narrow; grid 0: not chosen), then the split one (chunks, chunk_len,
+// cluster).
+TRTP_API void trtp_group_norm_choose(int dtype, int layout, long long channel_stride, long long n, long long channels,
+                                     long long spatial, long long groups, int skip_mode, int act, long long* choice);
+
+// GroupNorm as the plugin runs it: with choice[8] from trtp_group_norm_choose for this shape (null: chosen
+// here), the resident design where its grid is above 0, else the split one. Arguments as above.
+TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_stride, const void* x, const void* skip,
+                                    int skip_mode, const float* bias, const float* gamma, const float* beta, void* y,
+                                    void* sum, void* workspace, size_t workspace_size, long long n, long long channels,
+                                    long long spatial, long long groups, float epsilon, int act, const long long* choice,
+                                    void* stream);
+
 // Whether a channels-last shape has a kernel (groupNormChannelsLastOk): 1 or 0.
 TRTP_API int trtp_group_norm_channels_last_ok(int dtype, long long channels, long long channel_stride);
 

@@ -360,3 +360,48 @@ def test_group_norm_plugin_channels_last_matches_bare_kernel(h, torch, record, f
         check(record, "plugin:GroupNorm cl", f"{name}:sum", dtype, shape, outs[1], rs)
         for t in outs:
             assert bool((pad_of(t, shape) == 0).all()), f"{dtype}: the pad is not zero"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_chosen_entry_is_the_plugins_design(torch, dtype):
+    """trtp_group_norm_chosen (what trtplugins.torch calls, with choose()'s answer kept per shape) runs the
+    design the plugin picks on this GPU: choose() is groupNormResidentFirst's fused resident plan, else the
+    split plan; its outputs bit-identical to kernel() forced to that plan, channels-first and channels-last."""
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"chosen{dtype}".encode()))
+    dt = tdtype(torch, dtype)
+    # whole groups per CTA, the fused resident plan, the split one (8 samples, a skip, 2.6 MB)
+    for shape, variant in [((2, 1280, 8, 8), "gamma+beta"), ((2, 320, 64, 64), "bias+silu"),
+                           ((8, 320, 16, 16), "gamma+beta"), ((2, 320, 32, 32), "skip+sum"),
+                           ((1, 320, 64, 64), "gamma+beta")]:
+        n, c = shape[:2]
+        spatial = shape[2] * shape[3]
+        has_bias, _, skip_kind, silu, with_sum = VARIANTS[variant]
+        act, mode = ("silu" if silu else "none"), ("full" if skip_kind else "none")
+        x = (torch.randn(shape, generator=gen, device="cuda") * 2 + 3).to(dt)
+        skip = torch.randn(shape, generator=gen, device="cuda").to(dt) if skip_kind else None
+        gamma, beta = (torch.randn(c, generator=gen, device="cuda") for _ in range(2))
+        bias = torch.randn(c, generator=gen, device="cuda") if has_bias else None
+        resident, split = group_norm.choose(n, c, spatial, 32, dtype, mode, act)
+        rp = group_norm.resident_plan(n, c, spatial, 32, dtype, mode)
+        first = group_norm.resident_first(n, c, spatial, 32, dtype, mode, act) and rp[3]
+        assert resident == (rp if first else None), (shape, variant, resident, rp)
+        assert first or split == group_norm.plan(n, 32, c // 32 * spatial, dtype, mode), (shape, split)
+        forced = dict(resident=resident) if resident else dict(plan=split, resident=False)
+        want = group_norm.kernel(x, skip, num_groups=32, gamma=gamma, beta=beta, bias=bias, activation=act,
+                                 epsilon=1e-5, output_sum=with_sum, **forced)
+        want = want if with_sum else (want, None)
+        choice = group_norm._choice(x.device.index, dtype, n, c, spatial, 32, mode, act)
+        launch = group_norm.chosen_launcher(dtype, mode, n, c, spatial, 32, 1e-5, act, choice)
+        y, s = torch.empty_like(x), torch.empty_like(x) if with_sum else None
+        size = group_norm.workspace_size(n, 32)
+        ws = torch.empty(size, dtype=torch.uint8, device="cuda")
+        code = launch(x.data_ptr(), 0 if skip is None else skip.data_ptr(), 0 if bias is None else bias.data_ptr(),
+                      gamma.data_ptr(), beta.data_ptr(), y.data_ptr(), 0 if s is None else s.data_ptr(),
+                      ws.data_ptr(), size, kernels.stream_of(x))
+        torch.cuda.synchronize()
+        assert code == 0 and torch.equal(y, want[0]), (shape, variant, code)
+        assert s is None or torch.equal(s, want[1]), (shape, variant)
+    # channels-last: the resident design, the plan the plugin configures
+    resident, _ = group_norm.choose(2, 320, 4096, 32, dtype, layout="channels_last", stride=320)
+    assert resident == group_norm.resident_plan(2, 320, 4096, 32, dtype, "none", "channels_last")

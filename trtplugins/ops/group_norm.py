@@ -275,7 +275,7 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
     a per-channel skip [N, C, 1, ...] with the same channel stride). skip: like x or [N, C, 1, ...].
     workspace: a CUDA uint8 tensor of at least workspace_size(N, num_groups) bytes (allocated when
     None). The design: the plugin's (resident None; channels-first, the split one but where
-    resident_first() says; looked up once per shape); channels-first, plan (chunks, chunk_len[,
+    choose() says; asked once per shape); channels-first, plan (chunks, chunk_len[,
     cluster]) or resident False forces the split one; channels-last, or resident True / a plan (grid,
     per, resident, fused[, narrow]) channels-first, the resident one (True: the plugin's plan). layout: None
     reads it from x's strides (contiguous: channels-first); "channels_last" for a tensor that is both
@@ -316,20 +316,16 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
             y.data_ptr(), 0 if s is None else s.data_ptr(), workspace.data_ptr(), workspace.numel(), n, c, spatial,
             num_groups, float(epsilon), activation, kernels.stream_of(x))
     with kernels.on_device(x):
-        if resident is None:
-            first = cs is None and plan is None and _resident_first(x.device.index, dtype, n, c, spatial, num_groups,
-                                                                    mode, activation)
-            resident = first or False
-        if cs is not None or resident is not False:
-            forced = None if resident in (True, False) else tuple(resident)
+        if cs is None and resident is None and plan is None and n * c * spatial and num_groups > 0 and \
+                c % num_groups == 0:
+            choice = _choice(x.device.index, dtype, n, c, spatial, num_groups, mode, activation)
+            resident, plan = (choice[:5] if choice[0] > 0 else False), choice[5:]
+        if cs is not None or resident not in (None, False):
+            forced = None if resident in (None, True) else tuple(resident)
             ran = raw_resident(dtype, "channels_first" if cs is None else "channels_last", cs or 0, x.data_ptr(),
                                skip_ptr, mode, *args, plan=forced)
         else:
-            if plan is None:
-                plan = (0, 0, False)
-                if n * c * spatial and num_groups > 0 and c % num_groups == 0:
-                    plan = _device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
-            ran = raw_kernel(dtype, x.data_ptr(), skip_ptr, mode, *args, plan)
+            ran = raw_kernel(dtype, x.data_ptr(), skip_ptr, mode, *args, plan or (0, 0, False))
     result = (y, s) if output_sum else y
     return (result, ran) if return_plan else result
 
@@ -366,18 +362,36 @@ def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, 
     return _plan5(ran)
 
 
-@functools.lru_cache(maxsize=256)
-def _resident_first(device: int, dtype: str, n: int, channels: int, spatial: int, groups: int, skip_mode: str,
-                    activation) -> tuple | None:
-    """The plan the plugin runs a channels-first shape with where that is the resident design (its fused
-    plan on `device`, the current one when called; groupNormResidentFirst), else None; once per shape."""
-    if not resident_first(n, channels, spatial, groups, dtype, skip_mode, activation):
-        return None
-    p = resident_plan(n, channels, spatial, groups, dtype, skip_mode)
-    return p if p[3] else None
+def choose(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none", activation="none",
+           layout: str = "channels_first", stride: int = 0) -> tuple[tuple | None, tuple[int, int, bool]]:
+    """What the plugin runs this shape with on the current GPU (groupNormChoose): (the resident plan (grid,
+    per, resident, fused, narrow), or None where it runs the split design; the split plan (chunks,
+    chunk_len, cluster))."""
+    out = (ctypes.c_longlong * 8)()
+    kernels.load().trtp_group_norm_choose(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial, groups,
+                                          skip_mode_id(skip_mode), kernels.lookup(ACTIVATION_IDS, activation,
+                                                                                 "activation"), out)
+    return (_plan5(out[:5]) if out[0] > 0 else None), (out[5], out[6], bool(out[7]))
 
 
 @functools.lru_cache(maxsize=256)
-def _device_plan(device: int, dtype: str, n: int, groups: int, group_size: int, skip_mode: str):
-    """plan on `device` (the current one when called), once per shape."""
-    return plan(n, groups, group_size, dtype, skip_mode)
+def _choice(device: int, dtype: str, n: int, channels: int, spatial: int, groups: int, skip_mode: str,
+            activation) -> tuple:
+    """choose() for a channels-first shape on `device` (the current one when called), once per shape, as
+    trtp_group_norm_chosen takes it: the resident plan's 5 values (grid 0: not chosen), the split plan's 3."""
+    resident, split = choose(n, channels, spatial, groups, dtype, skip_mode, activation)
+    return tuple(int(v) for v in (resident or (0,) * 5) + split)
+
+
+def chosen_launcher(dtype, skip_mode, n: int, channels: int, spatial: int, groups: int, epsilon: float, activation,
+                    choice: tuple):
+    """trtp_group_norm_chosen for a channels-first shape with all but the pointers resolved once (choice:
+    _choice's): launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream) -> the
+    C entry's code."""
+    fn, dt, mode = kernels.load().trtp_group_norm_chosen, kernels.dtype_id(dtype), skip_mode_id(skip_mode)
+    act, chosen = kernels.lookup(ACTIVATION_IDS, activation, "activation"), (ctypes.c_longlong * 8)(*choice)
+
+    def launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream):
+        return fn(dt, 0, 0, x, skip or None, mode, bias or None, gamma, beta or None, y, sum_out or None,
+                  workspace or None, workspace_size, n, channels, spatial, groups, epsilon, act, chosen, stream or None)
+    return launch

@@ -134,14 +134,9 @@ def _group_norm_launch(x, skip, num_groups, activation, epsilon, output_sum):
     mode = "none" if skip is None else "full" if skip.shape == x.shape else "per_channel"
     dtype = kernels.dtype_name(x)
     size = _group_norm.workspace_size(n, num_groups)
-    resident = _group_norm._resident_first(x.device.index, dtype, n, c, spatial, num_groups, mode, activation)
-    plan = resident or _group_norm._device_plan(x.device.index, dtype, n, num_groups, c // num_groups * spatial, mode)
-    index, eps = x.device.index, float(epsilon)
-    if resident:
-        run = _group_norm.resident_launcher(dtype, "channels_first", 0, mode, n, c, spatial, num_groups, eps, activation,
-                                            plan)
-    else:
-        run = _group_norm.launcher(dtype, mode, n, c, spatial, num_groups, eps, activation, plan)
+    index = x.device.index
+    choice = _group_norm._choice(index, dtype, n, c, spatial, num_groups, mode, activation)
+    run = _group_norm.chosen_launcher(dtype, mode, n, c, spatial, num_groups, float(epsilon), activation, choice)
 
     def launch(x, skip, gamma, beta, bias):
         x, skip = x.contiguous(), None if skip is None else skip.contiguous()

@@ -180,6 +180,22 @@ size_t splitWorkspaceSize(int64_t n, int64_t groups) {
     return roundUp((size_t(kTargetCtas) + total) * sizeof(float2)) + roundUp(total * sizeof(float));
 }
 
+GroupNormChoice groupNormChoose(DType dt, const GroupNormShape& s, GroupNormAct act) noexcept {
+    GroupNormChoice c;
+    try {
+        const bool cl = s.layout == GroupNormLayout::kChannelsLast;
+        if (cl || groupNormResidentFirst(dt, s, act)) c.resident = groupNormResidentConfigure(dt, s, true);
+        if (!cl && !c.resident.fused) {
+            c.resident = {};
+            if (s.groups > 0 && s.channels % s.groups == 0)
+                c.plan = groupNormConfigure(dt, s.n, s.groups, s.channels / s.groups * s.spatial, s.skip);
+        }
+    } catch (...) {
+        return {};
+    }
+    return c;
+}
+
 size_t groupNormWorkspaceSize(int64_t n, int64_t groups, GroupNormLayout layout) {
     const size_t resident = groupNormResidentWorkspaceSize(n, groups, layout);
     if (layout == GroupNormLayout::kChannelsLast) return resident;

@@ -118,6 +118,16 @@ GroupNormPlan groupNormPlan(DType dt, int64_t n, int64_t groups, int64_t groupSi
 // when the GPU can run one of its clusters (cudaOccupancyMaxActiveClusters), else the two launches.
 GroupNormPlan groupNormConfigure(DType dt, int64_t n, int64_t groups, int64_t groupSize, GroupNormSkip skip) noexcept;
 
+// The design and plan the plugin runs a shape with, chosen when configured on the current GPU (every
+// caller asks this, once per shape): channels-last the resident design (groupNormResidentConfigure);
+// channels-first the resident one where groupNormResidentFirst and its plan there is fused, else the
+// split design (groupNormConfigure).
+struct GroupNormChoice {
+    GroupNormPlan plan;             // the split design's (channels-first, where resident.grid is 0)
+    GroupNormResidentPlan resident; // the resident design's (grid 0: not chosen)
+};
+GroupNormChoice groupNormChoose(DType dt, const GroupNormShape& s, GroupNormAct act) noexcept;
+
 // Workspace bytes for every shape with at most n * groups groups (any group size, either design):
 // what getWorkspaceSize returns for the largest shape of a profile. A fused or cluster launch may fall
 // back to two launches, so it is always asked for.

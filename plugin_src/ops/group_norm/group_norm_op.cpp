@@ -99,13 +99,8 @@ void GroupNormOp::onConfiguredDims(DType dt, Format f, const Dims* in, int32_t n
     GroupNormShape s;
     s.n = n, s.channels = c, s.spatial = spatial, s.groups = mP.numGroups, s.skip = key.skip;
     layoutOf(f, c, s.layout, s.channelStride);
-    const bool cl = s.layout == GroupNormLayout::kChannelsLast;
-    mResidentPlan = cl || groupNormResidentFirst(dt, s, mP.act) ? groupNormResidentConfigure(dt, s, true)
-                                                                : GroupNormResidentPlan{};
-    if (!cl && !mResidentPlan.fused) { // channels-first: the split design but where the fused resident one wins
-        mResidentPlan = {};
-        mPlan = groupNormConfigure(dt, n, mP.numGroups, c / mP.numGroups * spatial, key.skip);
-    }
+    const GroupNormChoice choice = groupNormChoose(dt, s, mP.act);
+    mPlan = choice.plan, mResidentPlan = choice.resident;
     mPlanKey = key;
 }
 

@@ -50,8 +50,8 @@ private:
             return dt == o.dt && format == o.format && n == o.n && spatial == o.spatial && skip == o.skip;
         }
     };
-    GroupNormPlan mPlan;                 // channels-first, the split design
-    GroupNormResidentPlan mResidentPlan; // channels-last, or channels-first where groupNormResidentFirst
+    GroupNormPlan mPlan;                 // groupNormChoose's: channels-first, the split design
+    GroupNormResidentPlan mResidentPlan; // and the resident design, where chosen
     PlanKey mPlanKey;
 };
 

@@ -147,34 +147,23 @@ py::object skipNorm(const Tensor& x_, const Opt& skip_, const Tensor& gamma, con
     return outputSum ? py::object(py::make_tuple(y, sum)) : py::cast(y);
 }
 
-// GroupNorm's plan per shape, as _kernels.py's launch finds it: the resident design's configured plan where
-// the plugin picks that design and the plan is fused, else the split design's configured plan.
-struct GnPlan {
-    bool resident = false;
-    std::array<long long, 5> residentPlan{};
-    long long chunks = 0, chunkLen = 0;
-    int cluster = 0;
-};
-std::mutex gPlanMutex;
-std::map<std::array<long long, 8>, GnPlan> gPlans;
+// GroupNorm's design and plan per shape and device, as the plugin chooses them (trtp_group_norm_choose).
+using GnChoice = std::array<long long, 8>;
+std::mutex gChoiceMutex;
+std::map<std::array<long long, 8>, GnChoice> gChoices;
 
-GnPlan gnPlan(int dt, int device, long long n, long long c, long long spatial, long long groups, int mode, int act) {
+GnChoice gnChoice(int dt, int device, long long n, long long c, long long spatial, long long groups, int mode, int act) {
     const std::array<long long, 8> key{dt, device, n, c, spatial, groups, mode, act};
     {
-        std::lock_guard<std::mutex> lock(gPlanMutex);
-        const auto it = gPlans.find(key);
-        if (it != gPlans.end()) return it->second;
+        std::lock_guard<std::mutex> lock(gChoiceMutex);
+        const auto it = gChoices.find(key);
+        if (it != gChoices.end()) return it->second;
     }
-    GnPlan p;
-    if (trtp_group_norm_resident_first(dt, n, c, spatial, groups, mode, act)) {
-        trtp_group_norm_resident_plan(dt, 0, 0, n, c, spatial, groups, mode, 1, 0, 0, 1, 1, 0, p.residentPlan.data());
-        p.resident = p.residentPlan[3] != 0;
-    }
-    if (!p.resident)
-        trtp_group_norm_configure(dt, n, groups, c / groups * spatial, mode, &p.chunks, &p.chunkLen, &p.cluster);
-    std::lock_guard<std::mutex> lock(gPlanMutex);
-    if (gPlans.size() >= kMaxKept) gPlans.clear();
-    return gPlans[key] = p;
+    GnChoice choice{};
+    trtp_group_norm_choose(dt, 0, 0, n, c, spatial, groups, mode, act, choice.data());
+    std::lock_guard<std::mutex> lock(gChoiceMutex);
+    if (gChoices.size() >= kMaxKept) gChoices.clear();
+    return gChoices[key] = choice;
 }
 
 // GroupNorm over (N, C, spatial...) channels-first, activation act (the library's id), skip x's shape or
@@ -201,21 +190,11 @@ py::object groupNorm(const Tensor& x_, const Opt& skip_, int64_t groups, const T
     Tensor ws = at::empty({int64_t(size)}, x.options().dtype(at::kByte));
     Tensor g32, b32, bias32;
     const int dt = dtypeId(x);
-    const GnPlan p = gnPlan(dt, x.get_device(), n, c, spatial, groups, mode, int(act));
-    const float* gp = ptr32(g, g32);
-    const float* bp = ptr32(beta, b32);
-    const float* biasp = ptr32(bias, bias32);
-    void* sp = outputSum ? sum.data_ptr() : nullptr;
-    if (p.resident)
-        check(trtp_group_norm_resident(dt, 0, 0, x.data_ptr(), ptrOr(skip), mode, biasp, gp, bp, y.data_ptr(), sp,
-                                       ws.data_ptr(), size, n, c, spatial, groups, float(epsilon), int(act),
-                                       p.residentPlan.data(), nullptr, stream(x)),
-              "group_norm");
-    else
-        check(trtp_group_norm(dt, x.data_ptr(), ptrOr(skip), mode, biasp, gp, bp, y.data_ptr(), sp, ws.data_ptr(),
-                              size, n, c, spatial, groups, float(epsilon), int(act), p.chunks, p.chunkLen, p.cluster,
-                              nullptr, stream(x)),
-              "group_norm");
+    const GnChoice choice = gnChoice(dt, x.get_device(), n, c, spatial, groups, mode, int(act));
+    check(trtp_group_norm_chosen(dt, 0, 0, x.data_ptr(), ptrOr(skip), mode, ptr32(bias, bias32), ptr32(g, g32),
+                                 ptr32(beta, b32), y.data_ptr(), outputSum ? sum.data_ptr() : nullptr, ws.data_ptr(),
+                                 size, n, c, spatial, groups, float(epsilon), int(act), choice.data(), stream(x)),
+          "group_norm");
     return outputSum ? py::object(py::make_tuple(y, sum)) : py::cast(y);
 }
 
