@@ -22,7 +22,8 @@
 #            torchcheck: those two alone, through the CUDA kernels' library
 #   cpp      trtplugins.torch's C++ launches (use_cpp(): the fused modules' eager calls with no Python of ours past
 #            their forward), built against this machine's torch: their GPU tests (== the Python launches bit for
-#            bit), the host time per module call both ways beside torch's modules, the UNet bisect with them
+#            bit), trtplugins.torch's GPU tests and GroupNorm's chosen entry (== kernel() forced to its plan), the
+#            host time per module call both ways beside torch's modules, the UNet bisect with them
 #            (then `BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`: the whole-model table with eager+cpp+fuse)
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
