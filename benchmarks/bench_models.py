@@ -6,7 +6,9 @@ Models are built from configs with random weights (no downloads):
          latents, 77 text tokens;
   llama: transformers LlamaModel, 7B width (hidden 4096, intermediate 11008, 32 heads) with
          --layers layers (default 4), FP16 and BF16, prefill 1x2048 and 8x512.
-Timing: CUDA events around each forward after warm-up, the median over --iters. torch.compile:
+Timing: CUDA events around each forward after warm-up, the median over --iters; the eager modes once
+more in alternated rounds ("alt:" rows, --alt-rounds: the host's speed drifts within a run, and the
+eager modes are host-bound on the UNet). torch.compile:
 default mode (Inductor, no CUDA graphs), dynamic=False, on the first shape of each model (each
 shape compiles anew: --compile-all-shapes for all) and the --compile-dtypes (default float16):
 compiling is the expensive part, about a minute per UNet variant. Norm share: torch.profiler over a few forwards;
@@ -109,6 +111,37 @@ def time_ms(fn, args, warmup, iters) -> tuple[float, float]:
         end.synchronize()
         times.append(start.elapsed_time(end))
     return statistics.median(times), statistics.median(host)
+
+
+def alternated(run: Run, case: dict, variants: dict) -> None:
+    """The eager modes again in alternated rounds (--alt-rounds rounds of --alt-calls forwards; the order
+    turns each round), medians: the host's speed drifts within a run, and eager rows timed minutes apart
+    carry that drift into their ratio. variants: mode -> (model, C++ launches or None). Rows "alt:<mode>"."""
+    a = run.args
+    names = list(variants)
+    for label, inputs in case["shapes"].items():
+        row0 = {"model": case["name"], "dtype": case["dtype"], "shape": label}
+        if run.over_budget():
+            run.add({**row0, "mode": "alt:-", "error": f"skipped: over the {a.budget_s:.0f} s budget"})
+            continue
+        per = {m: [] for m in names}
+        try:
+            with torch.inference_mode():
+                for r in range(a.alt_rounds):
+                    for m in names[r % len(names):] + names[:r % len(names)]:
+                        model, ext = variants[m]
+                        _cpp.ext = ext
+                        if r == 0:
+                            model(*inputs)  # warm (the C++ launches' first call per shape)
+                        ms, _ = time_ms(model, inputs, 0, a.alt_calls)
+                        per[m].append(ms)
+        except Exception as e:  # recorded; the other rows stand
+            run.add({**row0, "mode": "alt:-", "error": f"{type(e).__name__}: {e}".split("\n")[0][:300]})
+            continue
+        finally:
+            _cpp.ext = None
+        for m in names:
+            run.add({**row0, "mode": f"alt:{m}", "ms": statistics.median(per[m]), "rounds": per[m]})
 
 
 def _norm_modules(model):
@@ -217,14 +250,15 @@ class Run:
             if "ms" not in r:
                 lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | - | | | | | | {r.get('error', '')[:80]} |")
                 continue
-            b = base[key]
+            b, alt = base[key], r["mode"].startswith("alt:")
             vs = lambda m: f"{b[m] / r['ms']:.3f}x" if m in b else ""  # noqa: E731
             share = r.get("profile", {})
             pct = lambda k: f"{100 * share[k]:.1f}%" if k in share else ""  # noqa: E731
             err = f"{r['rel_err']:.2g}" if "rel_err" in r else ""
             host = f"{r['host_ms']:.3f}" if "host_ms" in r else ""
-            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | {r['ms']:.3f} | {host} | {vs('eager')} | "
-                         f"{vs(r['mode'].removesuffix('+fuse')) if r['mode'].endswith('+fuse') else ''} | {pct('norm')} | "
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | {r['ms']:.3f} | {host} | "
+                         f"{vs('alt:eager' if alt else 'eager')} | "
+                         f"{vs(r['mode'].removesuffix('+fuse')) if r['mode'].endswith('+fuse') and not alt else ''} | {pct('norm')} | "
                          f"{pct('silu')} | {err} |")
         return "\n".join(lines) + "\n"
 
@@ -303,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="small configs (smoke test of the script itself)")
     p.add_argument("--device", default="cuda", help="cuda; cpu for the smoke test")
     p.add_argument("--cpp", action="store_true", help="also eager+cpp+fuse: through trtplugins.torch.use_cpp()")
+    p.add_argument("--alt-rounds", type=int, default=8, help="rounds of the alternated eager rows (0: none)")
+    p.add_argument("--alt-calls", type=int, default=5, help="forwards per model per alternated round")
     a = p.parse_args(argv)
     if a.quick or a.tiny:
         a.layers, a.iters, a.warmup = 1, 3, 1
@@ -336,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
             measure(run, case, "eager", model)
             if a.graphs:
                 measure(run, case, "graph", model)
-            unfused = copy.deepcopy(model) if dname in compiled else None
+            alt_rounds = a.alt_rounds > 0
+            unfused = copy.deepcopy(model) if dname in compiled or alt_rounds else None
             case["report"] = tt.fuse(model)
             print(case["report"], flush=True)
             measure(run, case, "eager+fuse", model)
@@ -346,10 +383,13 @@ def main(argv: list[str] | None = None) -> int:
                 _cpp.ext = None
             if a.graphs:
                 measure(run, case, "graph+fuse", model)
-            if unfused is not None:
+            if alt_rounds:
+                alternated(run, case, {"eager": (unfused, None), "eager+fuse": (model, None),
+                                       **({"eager+cpp+fuse": (model, cpp)} if cpp is not None else {})})
+            if unfused is not None and dname in compiled:
                 later.append((case, unfused, model))
             else:
-                del model
+                del model, unfused
     for case, unfused, fused in later:
         measure(run, case, "compile", unfused)
         measure(run, case, "compile+fuse", fused)

@@ -21,7 +21,13 @@ def test_bench_models_smoke(tmp_path):
            "--compile-dtypes", "", "--out", str(tmp_path)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads((tmp_path / "bench_models.json").read_text())["results"]
+    every = json.loads((tmp_path / "bench_models.json").read_text())["results"]
+    alt = [r for r in every if r["mode"].startswith("alt:")]
+    assert [(r["model"], r["dtype"], r["mode"]) for r in alt] == [
+        (m, d, f"alt:{mode}") for m, d in (("unet", "float16"), ("llama-1L", "float16"), ("llama-1L", "bfloat16"))
+        for mode in ("eager", "eager+fuse")]
+    assert all(len(r["rounds"]) == 8 and r["ms"] > 0 for r in alt)
+    rows = [r for r in every if r not in alt]
     assert [(r["model"], r["dtype"], r["mode"]) for r in rows] == [
         ("unet", "float16", "eager"), ("unet", "float16", "eager+fuse"), ("llama-1L", "float16", "eager"),
         ("llama-1L", "float16", "eager+fuse"), ("llama-1L", "bfloat16", "eager"), ("llama-1L", "bfloat16", "eager+fuse")]
@@ -33,4 +39,4 @@ def test_bench_models_smoke(tmp_path):
     assert fused[1]["fused"] == {"LlamaRMSNorm -> FusedRMSNorm": 3, "SiLUActivation -> FusedActivation": 1}
     assert fused[1]["products_folded"] == 1
     table = (tmp_path / "bench_models.md").read_text()
-    assert table.count("\n| unet ") == 2 and "| eager+fuse |" in table
+    assert table.count("\n| unet ") == 4 and "| eager+fuse |" in table and "| alt:eager+fuse |" in table
