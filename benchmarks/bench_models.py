@@ -258,7 +258,8 @@ class Run:
             host = f"{r['host_ms']:.3f}" if "host_ms" in r else ""
             lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {r['mode']} | {r['ms']:.3f} | {host} | "
                          f"{vs('alt:eager' if alt else 'eager')} | "
-                         f"{vs(r['mode'].removesuffix('+fuse')) if r['mode'].endswith('+fuse') and not alt else ''} | {pct('norm')} | "
+                         f"{vs(r['mode'].removesuffix('+fuse')) if r['mode'].endswith('+fuse') and not alt else ''} | "
+                         f"{pct('norm')} | "
                          f"{pct('silu')} | {err} |")
         return "\n".join(lines) + "\n"
 
