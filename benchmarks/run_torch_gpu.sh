@@ -6,6 +6,7 @@
 #   3. tests/gpu/test_torch_gpu.py (CUDA path vs reference, CUDA graphs, opcheck, Inductor fullgraph);
 #   4. benchmarks/bench_torch_overhead.py (host time per call beside torch's);
 #   5. benchmarks/bench_models.py (whole models; BUDGET_S caps it, default 180 s; BENCH_ARGS adds options).
+# TESTS=0 skips 3 and 4.
 # Results and logs in $OUT (default build/torch-gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,14 +47,16 @@ if [ -z "${TRTPLUGINS_KERNELS_LIB:-}" ]; then
 fi
 echo "TRTPLUGINS_KERNELS_LIB=$TRTPLUGINS_KERNELS_LIB"
 
-step "GPU tests of trtplugins.torch"
-TRTP_GPU_SUMMARY=$OUT/torch_gpu_summary.md python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider \
-  -rs 2>&1 | tee "$OUT/torch_gpu_tests.log" | tail -25
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if [ "${TESTS:-1}" = 1 ]; then # TESTS=0: the whole-model benchmark alone (tests and host times ran before)
+  step "GPU tests of trtplugins.torch"
+  TRTP_GPU_SUMMARY=$OUT/torch_gpu_summary.md python3 -m pytest -m gpu tests/gpu/test_torch_gpu.py -q -p no:cacheprovider \
+    -rs 2>&1 | tee "$OUT/torch_gpu_tests.log" | tail -25
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
-step "host time per call, beside torch"
-python3 benchmarks/bench_torch_overhead.py --out "$OUT" 2>&1 | tail -25
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  step "host time per call, beside torch"
+  python3 benchmarks/bench_torch_overhead.py --out "$OUT" 2>&1 | tail -25
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 
 step "whole-model benchmark"
 python3 benchmarks/bench_models.py --out "$OUT" --budget-s "${BUDGET_S:-180}" ${BENCH_ARGS:-} 2>&1 |
