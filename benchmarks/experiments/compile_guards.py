@@ -1,7 +1,8 @@
 """Whether fuse changes the compiled SD UNet (run 12's run_torch_gpu.sh: compile + fuse 0.72x compile, the modes
 timed one after another while the host's speed drifted 2x): the graphs dynamo makes with and without fuse (graph
 breaks, recompiles, ops captured), then ms per forward of the two compiled models in alternated rounds (FP16,
-batch 1, the default compile mode: what dynamo traces does not depend on the mode); medians."""
+batch 1, the default compile mode: what dynamo traces does not depend on the mode); medians. --tiny: the tiny UNet
+in FP32 on the CPU (Inductor's C++ kernels: the host side of the compiled forward, with and without fuse)."""
 
 import statistics
 import sys
@@ -16,13 +17,16 @@ import bench_models as bm  # noqa: E402
 
 import trtplugins.torch as tt  # noqa: E402
 
+tiny = "--tiny" in sys.argv
+bm.DEVICE = "cpu" if tiny else "cuda"
+sync = (lambda: None) if tiny else torch.cuda.synchronize
 models = {}
 for fused in (False, True):
     counters.clear()
-    model = bm.build_unet(torch.float16)
+    model = bm.build_unet(torch.float32 if tiny else torch.float16, tiny)
     if fused:
         tt.fuse(model)
-    inputs = bm.unet_inputs(model, 1, torch.Generator(device="cuda").manual_seed(0))
+    inputs = bm.unet_inputs(model, 1, torch.Generator(device=bm.DEVICE).manual_seed(0))
     compiled = torch.compile(model)
     with torch.inference_mode():
         t = time.perf_counter()
@@ -38,11 +42,11 @@ with torch.inference_mode():
         for name, (compiled, inputs) in models.items():
             for _ in range(3):
                 compiled(*inputs)
-            torch.cuda.synchronize()
+            sync()
             t = time.perf_counter()
             for _ in range(10):
                 compiled(*inputs)
-            torch.cuda.synchronize()
+            sync()
             times[name].append((time.perf_counter() - t) / 10 * 1e3)
 base = statistics.median(times["compile"])
 for name, ts in times.items():
