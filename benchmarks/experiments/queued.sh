@@ -2,13 +2,16 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: cpp, smallbench, gn, gnbig, biasncu, retune; run 12 (2026-12-06, tenth session) ran aotcheck, norms
-# (DTYPES fp16, then bf16 fp32) and torch; the ninth session got no device; run 11
+# Steps (next: cpp, then `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, experiments/compile_guards.py,
+# smallbench, gn, gnbig, biasncu, retune; the eleventh session got no device; run 12 (2026-12-06, tenth session) ran
+# aotcheck, norms (DTYPES fp16, then bf16 fp32) and torch; the ninth session got no device; run 11
 # on 2026-12-06 ran aotfull and gnab (walk_packs and seg_sync dropped); run 10 gnab (cf_silu landed, stage_chunks
 # dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
 # run 8 focus, picks, windows, smallncu; run 7 focus, picks, autotune, gn7, repick; run 6 focus, gn, unethost,
 # tests2 and torch).
 # .whl holds the wheels the image lacks: diffusers, liger_kernel, onnx_graphsurgeon. Results come back as $OUT/queued.tgz.
+# The steps that take the CUDA kernels' library (gpu_library) skip its build where TRTPLUGINS_KERNELS_LIB names one:
+# carry build-carry/ (CI's sm_90 build: cp build/py3-none-linux_x86_64/libtrtplugins_kernels.so from a CI clone).
 #   aotfull  the AOT kernels against ours with FP32 weights and with their 16-bit copies (a 16-bit export's), every
 #            form and dtype: SkipNorm's GPU tests through the AOT library, three large runs and a small-launch
 #            run (1 and 64 rows) of triton_aot_check; $OUT/commit/ holds what benchmarks/triton_aot/ commits
