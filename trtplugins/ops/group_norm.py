@@ -362,25 +362,31 @@ def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, 
     return _plan5(ran)
 
 
+def _chosen(n: int, channels: int, spatial: int, groups: int, dtype, skip_mode, activation, layout: str,
+            stride: int) -> tuple:
+    """trtp_group_norm_choose's 8 values, as trtp_group_norm_chosen takes them: the resident plan's 5 (grid
+    0: not chosen), the split plan's 3."""
+    out = (ctypes.c_longlong * 8)()
+    kernels.load().trtp_group_norm_choose(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial, groups,
+                                          skip_mode_id(skip_mode), kernels.lookup(ACTIVATION_IDS, activation,
+                                                                                 "activation"), out)
+    return tuple(out)
+
+
 def choose(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none", activation="none",
            layout: str = "channels_first", stride: int = 0) -> tuple[tuple | None, tuple[int, int, bool]]:
     """What the plugin runs this shape with on the current GPU (groupNormChoose): (the resident plan (grid,
     per, resident, fused, narrow), or None where it runs the split design; the split plan (chunks,
     chunk_len, cluster))."""
-    out = (ctypes.c_longlong * 8)()
-    kernels.load().trtp_group_norm_choose(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial, groups,
-                                          skip_mode_id(skip_mode), kernels.lookup(ACTIVATION_IDS, activation,
-                                                                                 "activation"), out)
-    return (_plan5(out[:5]) if out[0] > 0 else None), (out[5], out[6], bool(out[7]))
+    v = _chosen(n, channels, spatial, groups, dtype, skip_mode, activation, layout, stride)
+    return (_plan5(v[:5]) if v[0] > 0 else None), (v[5], v[6], bool(v[7]))
 
 
 @functools.lru_cache(maxsize=256)
 def _choice(device: int, dtype: str, n: int, channels: int, spatial: int, groups: int, skip_mode: str,
             activation) -> tuple:
-    """choose() for a channels-first shape on `device` (the current one when called), once per shape, as
-    trtp_group_norm_chosen takes it: the resident plan's 5 values (grid 0: not chosen), the split plan's 3."""
-    resident, split = choose(n, channels, spatial, groups, dtype, skip_mode, activation)
-    return tuple(int(v) for v in (resident or (0,) * 5) + split)
+    """_chosen() for a channels-first shape on `device` (the current one when called), once per shape."""
+    return _chosen(n, channels, spatial, groups, dtype, skip_mode, activation, "channels_first", 0)
 
 
 def chosen_launcher(dtype, skip_mode, n: int, channels: int, spatial: int, groups: int, epsilon: float, activation,
