@@ -4,11 +4,13 @@ output shapes; every failure one line. CPU only (tests/gpu/test_kernel_entry_gpu
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
 from trtplugins import kernels, ops
-from trtplugins.ops import group_norm
+from trtplugins.ops import group_norm, skip_norm
 
 
 @pytest.fixture(autouse=True)
@@ -63,3 +65,23 @@ def test_unknown_ops_and_fields_are_named():
         kernels.Kernel("Nope")
     with pytest.raises(TypeError, match="unknown field"):
         kernels.Kernel("BiasActivation", activation="relu", alpha=1.0)
+
+
+def test_skip_rows_is_one_rule_in_both_languages():
+    """trtp_skip_norm_skip_rows (the plugin's check and launch, the C++ torch launches) and skip_norm.skip_fits
+    (the reference, the torch ops) take the same skips; the rows are what repeats over x's leading dims."""
+    def skip_rows(x, s):
+        arr = lambda dims: (ctypes.c_longlong * max(len(dims), 1))(*dims)  # noqa: E731
+        return kernels.load().trtp_skip_norm_skip_rows(arr(x), len(x), arr(s), len(s))
+
+    x = (2, 5, 16)
+    cases = {(2, 5, 16): 0, (5, 16): 5, (1, 5, 16): 5, (1, 1, 16): 1, (16,): 1, (1, 1, 1, 16): -1, (2, 1, 16): -1,
+             (3, 16): -1, (5, 8): -1, (2, 2, 5, 16): -1, (): -1, (1,): -1}
+    for s, rows in cases.items():
+        assert skip_rows(x, s) == rows, s
+        assert skip_norm.skip_fits(x, s) == (rows >= 0), s
+    for x, s, rows in [((2, 1), (1,), 1), ((2, 1), (2, 1), 0), ((1, 3, 4), (3, 4), 0), ((4,), (4,), 0),
+                       ((4,), (1, 4), -1), ((-1, 5, 16), (5, 16), 0), ((2, -1, 16), (3, 16), 0)]:
+        assert skip_rows(x, s) == rows, (x, s)
+        if min(x) >= 0:
+            assert skip_norm.skip_fits(x, s) == (rows >= 0), (x, s)

@@ -53,6 +53,7 @@ TRTP_API const char* trtp_entries() {
         for (const std::string& e :
              {TRTP_ENTRY(trtp_bias_activation), TRTP_ENTRY(trtp_gated_activation), TRTP_ENTRY(trtp_skip_norm),
               TRTP_ENTRY(trtp_skip_norm_variant), TRTP_ENTRY(trtp_skip_norm_small_elems),
+              TRTP_ENTRY(trtp_skip_norm_skip_rows),
               TRTP_ENTRY(trtp_skip_norm_candidates), TRTP_ENTRY(trtp_group_norm), TRTP_ENTRY(trtp_group_norm_plan),
               TRTP_ENTRY(trtp_group_norm_configure), TRTP_ENTRY(trtp_group_norm_device),
               TRTP_ENTRY(trtp_group_norm_workspace), TRTP_ENTRY(trtp_group_norm_resident),

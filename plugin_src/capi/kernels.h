@@ -29,6 +29,10 @@ TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, int sum, long
 
 TRTP_API long long trtp_skip_norm_small_elems();
 
+// The rows of a skip of dims s beside x of dims x (skipNormSkipRows): 0 where it has x's rows, > 0 where its rows
+// repeat over x's leading dims, -1 where neither.
+TRTP_API long long trtp_skip_norm_skip_rows(const long long* x, int nx, const long long* s, int ns);
+
 TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, int sum, long long hidden, int* out, int cap);
 
 // plan_chunks / plan_chunk_len / plan_cluster: a plan to force (GroupNormPlan; chunks 0: the plugin's,

@@ -40,9 +40,9 @@ EXAMPLE = ({"norm": "layer", "gamma": np.linspace(0.5, 1.5, 768, dtype=np.float3
 
 def skip_fits(shape, skip_shape) -> bool:
     """Whether the op takes a skip of skip_shape beside x of shape: x's shape, or the shape of x's last
-    dims with leading 1s allowed (its rows repeat over x's leading dims)."""
+    dims with leading 1s allowed (its rows repeat over x's leading dims; the kernels' trtp_skip_norm_skip_rows)."""
     shape, skip_shape = tuple(shape), tuple(skip_shape)
-    core = skip_shape[next((i for i, d in enumerate(skip_shape) if d != 1), len(skip_shape)):]
+    core = skip_shape[next((i for i, d in enumerate(skip_shape[:-1]) if d != 1), max(len(skip_shape) - 1, 0)):]
     return skip_shape == shape or (bool(core) and len(skip_shape) <= len(shape)
                                    and core == shape[len(shape) - len(core):])
 

@@ -35,6 +35,11 @@ struct SkipNormArgs {
 constexpr int64_t kSkipNormSmallElems = int64_t(1) << 20;
 constexpr bool skipNormSmall(int64_t rows, int64_t hidden) { return rows <= kSkipNormSmallElems / hidden; }
 
+// The rows of a skip of dims s (ns of them) beside x (nx dims): 0 where it has x's rows, else how many rows
+// repeat over x's leading dims (s is x's last dims, leading 1s allowed: [B, S, H] + [S, H] or [1, S, H]);
+// -1 where it is neither. Dims < 0 (not known yet) match any; a skip with one of them counts as x's rows.
+int64_t skipNormSkipRows(const int64_t* x, int32_t nx, const int64_t* s, int32_t ns);
+
 // Kernel variant for a dtype, norm, skip input or not, sum output or not, hidden size, whether launches give
 // 16-bit weight copies (gammaIo) and whether it is for small launches (skipNormSmall): a table's answer
 // (no allocation; the device's architecture asked once, for the AOT kernels' measured picks), so a

@@ -84,18 +84,8 @@ void SkipNormOp::checkDims(const Dims* in, int32_t nbInputs) const {
     const int64_t hidden = x.d[x.nbDims - 1];
     if (hidden >= 0 && hidden != static_cast<int64_t>(mP.gamma.size()))
         fail("last dim of input %s is %lld, gamma has %zu values", dimsString(x).c_str(), static_cast<long long>(hidden), mP.gamma.size());
-    if (nbInputs < 2) return;
-    // skip is like x, or broadcasts over x's leading dims: its dims are a suffix of x's after leading 1s
-    // ([B, S, H] + [S, H] or [1, S, H]: embeddings + position embeddings).
-    const auto& s = in[1];
-    const int32_t off = x.nbDims - s.nbDims;
-    bool ok = off >= 0 && s.nbDims >= 1;
-    for (int32_t i = 0, lead = 1; ok && i < s.nbDims; ++i) {
-        lead = lead && s.d[i] == 1 && i < s.nbDims - 1;
-        ok = lead || x.d[off + i] < 0 || s.d[i] < 0 || x.d[off + i] == s.d[i];
-    }
-    if (!ok)
-        fail("skip dims %s neither match input dims %s nor broadcast over its leading dims", dimsString(s).c_str(),
+    if (nbInputs > 1 && skipNormSkipRows(x.d, x.nbDims, in[1].d, in[1].nbDims) < 0)
+        fail("skip dims %s neither match input dims %s nor broadcast over its leading dims", dimsString(in[1]).c_str(),
              dimsString(x).c_str());
 }
 
@@ -123,11 +113,7 @@ cudaError_t SkipNormOp::launch(DType dt, const TensorDesc* in, int32_t nbInputs,
     a.y = outputs[0];
     a.sum = mP.outputSum ? outputs[1] : nullptr;
     rowsAndHidden(in[0].dims, a.rows, a.hidden);
-    if (a.skip) { // rows of a skip that broadcasts over x's leading dims (0: like x)
-        int64_t skipHidden = 0;
-        rowsAndHidden(in[1].dims, a.skipRows, skipHidden);
-        if (a.skipRows == a.rows) a.skipRows = 0;
-    }
+    if (a.skip) a.skipRows = skipNormSkipRows(in[0].dims.d, in[0].dims.nbDims, in[1].dims.d, in[1].dims.nbDims);
     a.epsilon = mP.epsilon;
     a.norm = mP.norm;
     if (const int slot = ioSlot(dt); slot >= 0) { // exact 16-bit copies of gamma and beta, when there are

@@ -116,23 +116,18 @@ void* stream(const Tensor& x) { return c10::cuda::getCurrentCUDAStream(x.get_dev
 const void* ptrOr(const Opt& t) { return t ? t->data_ptr() : nullptr; }
 
 // SkipNorm: norm(x (+ skip) (+ bias)) * gamma (+ beta); (y, sum) with output_sum. skip: x's shape, or its
-// rows repeated over x's leading dims (its shape x's last dims, leading 1s allowed).
+// rows repeated over x's leading dims (trtp_skip_norm_skip_rows).
 py::object skipNorm(const Tensor& x_, const Opt& skip_, const Tensor& gamma, const Opt& beta, const Opt& bias,
                     int64_t norm, double epsilon, bool outputSum) {
     const Opt g = gamma;
     if (x_.dim() < 1 || x_.size(-1) < 1 || !takes(x_, {&skip_}, {&g, &beta, &bias})) return py::none();
     const int64_t hidden = x_.size(-1), rows = x_.numel() / hidden;
     if (!weightOk(g, x_, hidden) || !weightOk(beta, x_, hidden) || !weightOk(bias, x_, hidden)) return py::none();
-    int64_t skipRows = 0;
-    if (skip_ && skip_->sizes() != x_.sizes()) {
-        const auto s = skip_->sizes();
-        size_t lead = 0;
-        while (lead < s.size() && s[lead] == 1) ++lead;
-        const size_t core = s.size() - lead;
-        if (core == 0 || s.size() > size_t(x_.dim()) || s.slice(lead) != x_.sizes().slice(x_.dim() - core))
-            return py::none();
-        skipRows = std::max<int64_t>(1, skip_->numel() / hidden);
-    }
+    static_assert(sizeof(long long) == sizeof(int64_t), "dims are passed as long long");
+    const auto dims = [](const Tensor& t) { return reinterpret_cast<const long long*>(t.sizes().data()); };
+    const long long skipRows =
+        skip_ ? trtp_skip_norm_skip_rows(dims(x_), int(x_.dim()), dims(*skip_), int(skip_->dim())) : 0;
+    if (skipRows < 0) return py::none();
     const Tensor x = x_.contiguous();
     const Opt skip = skip_ ? Opt(skip_->contiguous()) : Opt();
     Tensor y = at::empty_like(x), sum = outputSum ? at::empty_like(x) : Tensor();
