@@ -53,3 +53,13 @@ def f64(a: np.ndarray | None) -> np.ndarray | None:
 def check_vec(name: str, v: np.ndarray | None, hidden: int) -> None:
     if v is not None and v.size != hidden:
         raise ValueError(f"{name} has {v.size} values, expected hidden size {hidden}")
+
+
+def rows_broadcast(shape, skip_shape) -> bool:
+    """Whether skip_shape is shape, or shape's last dims with leading 1s (never the last dim): its rows repeat
+    over x's leading dims. SkipNorm's skip rule, as the kernels' trtp_skip_norm_skip_rows states it; the dims
+    may be symbolic (any value compared for equality)."""
+    shape, skip_shape = tuple(shape), tuple(skip_shape)
+    core = skip_shape[next((i for i, d in enumerate(skip_shape[:-1]) if d != 1), max(len(skip_shape) - 1, 0)):]
+    return skip_shape == shape or (bool(core) and len(skip_shape) <= len(shape)
+                                   and core == shape[len(shape) - len(core):])

@@ -12,6 +12,7 @@ import onnx
 import onnx_graphsurgeon as gs
 
 from .. import schema
+from ..reference import rows_broadcast
 from .match import Ctx, Skip, const, guard, need, producer_op, split_const
 
 
@@ -207,10 +208,7 @@ def _leading_broadcast(ctx: Ctx, skip: gs.Tensor, s: gs.Tensor) -> bool:
     than one row (one row is a bias)."""
     c = const(skip)
     ds, dx = (list(c.shape) if c is not None else ctx.dims(skip)), ctx.dims(s)
-    if ds is None or dx is None or len(ds) > len(dx):
-        return False
-    core = ds[next((i for i, d in enumerate(ds) if d != 1), len(ds)):]
-    if not core or core != dx[len(dx) - len(core):] or not all(isinstance(d, int) or d for d in core):
+    if ds is None or dx is None or not rows_broadcast(dx, ds) or not all(isinstance(d, int) or d for d in ds):
         return False
     return c is None or c.size > ctx.hidden(s)
 

@@ -25,7 +25,7 @@ from .. import kernels
 from ..fusion.match import (Skip, affine, close, const, guard, inv_std, need, producer_op, reduce_last_axis, rsqrt,
                             scalar)
 from ..fusion.pattern import ONNX_EPSILON, NormPattern
-from ..reference import check_vec, f64
+from ..reference import check_vec, f64, rows_broadcast as skip_fits
 from . import NORMS, SKIP_NORM, spec
 
 #: the default epsilon (the declaration's, from schema.json)
@@ -36,15 +36,6 @@ EXAMPLE = ({"norm": "layer", "gamma": np.linspace(0.5, 1.5, 768, dtype=np.float3
             "beta": np.linspace(-1, 1, 768, dtype=np.float32), "output_sum": 1}, [(2, 9, 768), (9, 768)])
 
 # --- reference ------------------------------------------------------------------------------
-
-
-def skip_fits(shape, skip_shape) -> bool:
-    """Whether the op takes a skip of skip_shape beside x of shape: x's shape, or the shape of x's last
-    dims with leading 1s allowed (its rows repeat over x's leading dims; the kernels' trtp_skip_norm_skip_rows)."""
-    shape, skip_shape = tuple(shape), tuple(skip_shape)
-    core = skip_shape[next((i for i, d in enumerate(skip_shape[:-1]) if d != 1), max(len(skip_shape) - 1, 0)):]
-    return skip_shape == shape or (bool(core) and len(skip_shape) <= len(shape)
-                                   and core == shape[len(shape) - len(core):])
 
 
 def reference(
