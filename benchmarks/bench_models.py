@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import platform
 import re
@@ -113,34 +114,43 @@ def time_ms(fn, args, warmup, iters) -> tuple[float, float]:
     return statistics.median(times), statistics.median(host)
 
 
+def rounds(calls: dict, n: int) -> dict[str, list[float]]:
+    """Each call's value once per round for n rounds, the order turned by one each round: the host's speed
+    drifts within a run, and alternating spreads the drift over every call (compare medians)."""
+    names, out = list(calls), {k: [] for k in calls}
+    for r in range(n):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            out[k].append(calls[k]())
+    return out
+
+
 def alternated(run: Run, case: dict, variants: dict) -> None:
-    """The eager modes again in alternated rounds (--alt-rounds rounds of --alt-calls forwards; the order
-    turns each round), medians: the host's speed drifts within a run, and eager rows timed minutes apart
-    carry that drift into their ratio. variants: mode -> (model, C++ launches or None). Rows "alt:<mode>"."""
+    """The eager modes again in alternated rounds (--alt-rounds rounds of --alt-calls forwards), medians: eager
+    rows timed minutes apart carry the host's drift into their ratio. variants: mode -> (model, C++ launches or
+    None). Rows "alt:<mode>"."""
     a = run.args
-    names = list(variants)
+
+    def timed(model, ext, inputs):
+        _cpp.ext = ext
+        try:
+            return time_ms(model, inputs, 0, a.alt_calls)[0]
+        finally:
+            _cpp.ext = None
+
     for label, inputs in case["shapes"].items():
         row0 = {"model": case["name"], "dtype": case["dtype"], "shape": label}
         if run.over_budget():
             run.add({**row0, "mode": "alt:-", "error": f"skipped: over the {a.budget_s:.0f} s budget"})
             continue
-        per = {m: [] for m in names}
         try:
+            calls = {m: functools.partial(timed, model, ext, inputs) for m, (model, ext) in variants.items()}
             with torch.inference_mode():
-                for r in range(a.alt_rounds):
-                    for m in names[r % len(names):] + names[:r % len(names)]:
-                        model, ext = variants[m]
-                        _cpp.ext = ext
-                        if r == 0:
-                            model(*inputs)  # warm (the C++ launches' first call per shape)
-                        ms, _ = time_ms(model, inputs, 0, a.alt_calls)
-                        per[m].append(ms)
+                rounds(calls, 1)  # warm (the C++ launches' first call per shape)
+                per = rounds(calls, a.alt_rounds)
         except Exception as e:  # recorded; the other rows stand
             run.add({**row0, "mode": "alt:-", "error": f"{type(e).__name__}: {e}".split("\n")[0][:300]})
             continue
-        finally:
-            _cpp.ext = None
-        for m in names:
+        for m in per:
             run.add({**row0, "mode": f"alt:{m}", "ms": statistics.median(per[m]), "rounds": per[m]})
 
 

@@ -15,10 +15,11 @@ some fused modules run torch's own ops instead of ours (the modules, rewritten f
   ... C++        (--cpp) ours and ours LN again through the C++ launches (trtplugins.torch.use_cpp(): no
                  Python of ours past the modules' forward)
 
-The models alternate, rounds of 10 forwards each (the host's speed drifts between calls); medians.
+The models alternate (bench_models.rounds), 10 forwards each per round (the host's speed drifts); medians.
 --tiny: the tiny UNet on the CPU (a smoke run of this script)."""
 
 import copy
+import functools
 import gc
 import statistics
 import sys
@@ -60,22 +61,29 @@ cpp = tt.use_cpp() if "--cpp" in sys.argv else None
 _cpp.ext = None  # set for the C++ variants' calls only
 if cpp is not None:
     models.update({"ours C++": models["ours"], "ours LN C++": models["ours LN"]})
+
+
+def host_ms(m, ext=None, gc_off=False):
+    _cpp.ext = ext
+    if gc_off:
+        gc.disable()
+    try:
+        return bm.time_ms(m, inputs, 2, 10)[1]
+    finally:
+        _cpp.ext = None
+        gc.enable()
+
+
 with torch.inference_mode():
     want = model(*inputs).sample.float()
     for name, m in models.items():
         _cpp.ext = cpp if name.endswith("C++") else None
         err = ((m(*inputs).sample.float() - want).abs().max() / want.abs().max()).item()
         print(f"{name:11s} max rel err vs eager {err:.2e}")
-    times = {name: [] for name in (*models, "eager (gc off)", "ours (gc off)")}
-    for _ in range(8):
-        for name, m in models.items():
-            _cpp.ext = cpp if name.endswith("C++") else None
-            times[name].append(bm.time_ms(m, inputs, 2, 10)[1])
-        _cpp.ext = None
-        gc.disable()
-        for name in ("eager", "ours"):
-            times[f"{name} (gc off)"].append(bm.time_ms(models[name], inputs, 2, 10)[1])
-        gc.enable()
+    calls = {name: functools.partial(host_ms, m, cpp if name.endswith("C++") else None) for name, m in models.items()}
+    for name in ("eager", "ours"):
+        calls[f"{name} (gc off)"] = functools.partial(host_ms, models[name], gc_off=True)
+    times = bm.rounds(calls, 8)
 base = statistics.median(times["eager"])
 device = "CPU" if tiny else torch.cuda.get_device_name()
 print(f"host ms per forward (median of 10 per round), median of 8 alternated rounds ({device}, torch {torch.__version__})")

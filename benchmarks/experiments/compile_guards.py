@@ -4,6 +4,7 @@ breaks, recompiles, ops captured), then ms per forward of the two compiled model
 batch 1, the default compile mode: what dynamo traces does not depend on the mode); medians. --tiny: the tiny UNet
 in FP32 on the CPU (Inductor's C++ kernels: the host side of the compiled forward, with and without fuse)."""
 
+import functools
 import statistics
 import sys
 import time
@@ -36,18 +37,21 @@ for fused in (False, True):
     print(f"fuse={fused}: first call {first:.1f} s; counters {c}", flush=True)
     models["compile+fuse" if fused else "compile"] = (compiled, inputs)
 
-times = {name: [] for name in models}
+
+
+def ms_per_forward(compiled, inputs) -> float:
+    for _ in range(3):
+        compiled(*inputs)
+    sync()
+    t = time.perf_counter()
+    for _ in range(10):
+        compiled(*inputs)
+    sync()
+    return (time.perf_counter() - t) / 10 * 1e3
+
+
 with torch.inference_mode():
-    for _ in range(8):
-        for name, (compiled, inputs) in models.items():
-            for _ in range(3):
-                compiled(*inputs)
-            sync()
-            t = time.perf_counter()
-            for _ in range(10):
-                compiled(*inputs)
-            sync()
-            times[name].append((time.perf_counter() - t) / 10 * 1e3)
+    times = bm.rounds({name: functools.partial(ms_per_forward, *m) for name, m in models.items()}, 8)
 base = statistics.median(times["compile"])
 for name, ts in times.items():
     m = statistics.median(ts)

@@ -109,12 +109,12 @@ with torch.inference_mode():
     print("eager+fuse: host ms per forward %.2f, with the GPU %.2f" % per_forward(model, inputs))
     op_changes(before, gpu_profile("eager+fuse", model, inputs))
     fused_classes = per_class(model, inputs)
-    # The host's speed drifts within a session (run 6: eager 24-45 ms per forward on two machines): the
-    # two models alternated, 8 rounds, medians
-    rounds = [(per_forward(eager_model, inputs)[0], per_forward(model, inputs)[0]) for _ in range(8)]
-    e, f = (statistics.median(r[i] for r in rounds) for i in (0, 1))
+    # The host's speed drifts within a session (run 6: eager 24-45 ms per forward on two machines): alternated
+    host = {"eager": eager_model, "fuse": model}
+    per = bm.rounds({k: (lambda m=m: per_forward(m, inputs)[0]) for k, m in host.items()}, 8)
+    e, f = statistics.median(per["eager"]), statistics.median(per["fuse"])
     print(f"alternated, host ms per forward (median of 8): eager {e:.2f}, eager+fuse {f:.2f}: {e / f:.3f}x; "
-          f"rounds {[(round(a, 1), round(b, 1)) for a, b in rounds]}")
+          f"rounds {[(round(a, 1), round(b, 1)) for a, b in zip(per['eager'], per['fuse'])]}")
     print("host us per forward inside each module class (with its children; hooks on every module): eager | fuse")
     for k in sorted(set(classes) | set(fused_classes), key=lambda k: -max(classes.get(k, 0), fused_classes.get(k, 0))):
         print(f"  {k:32s} {classes.get(k, 0):9.0f} {fused_classes.get(k, 0):9.0f}")
