@@ -83,6 +83,7 @@ def test_cpp_launches_equal_the_python_ones(torch, cpp, dtype):
         w = torch.ones(64, device="cuda", dtype=dt)
         assert cpp.skip_norm(x.cpu(), None, w.cpu(), None, None, 0, 1e-5, False) is None
         assert cpp.skip_norm(x, x.float() if dt != torch.float32 else x.half(), w, None, None, 0, 1e-5, False) is None
+        assert cpp.skip_norm(x, x[:, :1], w, None, None, 0, 1e-5, False) is None  # (3, 1, 64): not over leading dims
         assert cpp.group_norm(img, img[:1], 8, w, None, None, 0, 1e-5, False) is None
         assert cpp.gated_activation(h[..., :95], None, None, None, 0, 0) is None
     with torch.enable_grad():  # a gradient asked for: the op's error
