@@ -259,7 +259,7 @@ def test_skip_norm_broadcast_skip(torch, record, norm, dtype):
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"bcast{norm}{dtype}".encode()))
     dt = tdtype(torch, dtype)
     for shape, skip_shape, offset in (((4, 77, 768), (77, 768), 0), ((3, 5, 1001), (1, 5, 1001), 1),
-                                      ((2, 3, 20000), (3, 20000), 0), ((2, 50, 64), (1, 1, 64), 0)):
+                                      ((2, 3, 20000), (3, 20000), 0), ((2, 50, 64), (1, 1, 64), 0), ((6, 1), (1,), 0)):
         y, s, ry, rs = run_norm(torch, gen, norm, dt, shape, skip_shape, offset=offset)
         check(record, "skip_norm", f"{norm}:broadcast skip", dtype, shape, y, ry)
         check(record, "skip_norm", f"{norm}:broadcast skip:sum", dtype, shape, s, rs)
