@@ -3,8 +3,6 @@
 
 #include <cuda_runtime.h>
 
-#include <vector>
-
 #include "../ops/bias_activation/bias_activation.h"
 #include "../ops/gated_activation/gated_activation.h"
 #include "../ops/group_norm/group_norm.h"
@@ -54,9 +52,7 @@ TRTP_API int trtp_skip_norm_variant(int dtype, int norm, int skip, int sum, long
 TRTP_API long long trtp_skip_norm_small_elems() { return trtp::kSkipNormSmallElems; }
 
 TRTP_API long long trtp_skip_norm_skip_rows(const long long* x, int nx, const long long* s, int ns) {
-    if (nx < 0 || ns < 0 || (nx && !x) || (ns && !s)) return -1;
-    const std::vector<int64_t> xd(x, x + nx), sd(s, s + ns);
-    return trtp::skipNormSkipRows(xd.data(), nx, sd.data(), ns);
+    return (nx && !x) || (ns && !s) ? -1 : trtp::skipNormSkipRows(x, nx, s, ns);
 }
 
 TRTP_API int trtp_skip_norm_candidates(int dtype, int norm, int skip, int sum, long long hidden, int* out, int cap) {

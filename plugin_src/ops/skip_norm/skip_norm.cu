@@ -56,21 +56,6 @@ cudaError_t launchAot(const Cubin& c, const SkipNormArgs& a, cudaStream_t stream
 
 } // namespace
 
-int64_t skipNormSkipRows(const int64_t* x, int32_t nx, const int64_t* s, int32_t ns) {
-    const int32_t off = nx - ns;
-    if (ns < 1 || off < 0) return -1;
-    bool known = true;
-    int64_t rows = 1, xRows = 1;
-    for (int32_t i = 0, lead = 1; i < nx; ++i) {
-        const int64_t xd = x[i], sd = i >= off ? s[i - off] : 1;
-        if (i >= off) lead = lead && sd == 1 && i < nx - 1; // s's leading 1s, never its last dim
-        if (i >= off && !lead && xd >= 0 && sd >= 0 && xd != sd) return -1;
-        known = known && xd >= 0 && sd >= 0;
-        if (i < nx - 1) rows *= sd, xRows *= xd;
-    }
-    return !known || rows == xRows ? 0 : rows;
-}
-
 int32_t skipNormVariant(DType dt, Norm norm, bool skip, bool sum, int64_t hidden, bool ioWeights, bool small) {
     const Cubin* c = formCubin(dt, norm, skip, sum, hidden, small);
     if (c && picked(*c, ioWeights)) return kSkipNormAotVariant;

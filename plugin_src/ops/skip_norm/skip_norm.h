@@ -38,7 +38,20 @@ constexpr bool skipNormSmall(int64_t rows, int64_t hidden) { return rows <= kSki
 // The rows of a skip of dims s (ns of them) beside x (nx dims): 0 where it has x's rows, else how many rows
 // repeat over x's leading dims (s is x's last dims, leading 1s allowed: [B, S, H] + [S, H] or [1, S, H]);
 // -1 where it is neither. Dims < 0 (not known yet) match any; a skip with one of them counts as x's rows.
-int64_t skipNormSkipRows(const int64_t* x, int32_t nx, const int64_t* s, int32_t ns);
+template <class I> int64_t skipNormSkipRows(const I* x, int32_t nx, const I* s, int32_t ns) {
+    const int32_t off = nx - ns;
+    if (ns < 1 || off < 0) return -1;
+    bool known = true;
+    int64_t rows = 1, xRows = 1;
+    for (int32_t i = 0, lead = 1; i < nx; ++i) {
+        const int64_t xd = x[i], sd = i >= off ? s[i - off] : 1;
+        if (i >= off) lead = lead && sd == 1 && i < nx - 1; // s's leading 1s, never its last dim
+        if (i >= off && !lead && xd >= 0 && sd >= 0 && xd != sd) return -1;
+        known = known && xd >= 0 && sd >= 0;
+        if (i < nx - 1) rows *= sd, xRows *= xd;
+    }
+    return !known || rows == xRows ? 0 : rows;
+}
 
 // Kernel variant for a dtype, norm, skip input or not, sum output or not, hidden size, whether launches give
 // 16-bit weight copies (gammaIo) and whether it is for small launches (skipNormSmall): a table's answer
