@@ -3,7 +3,7 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: cpp, then `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, experiments/compile_guards.py,
-# smallbench, gn, gnbig, biasncu, retune; the eleventh session got no device; run 12 (2026-12-06, tenth session) ran
+# smallbench, gn, gnbig, biasncu, retune; the eleventh and twelfth sessions got no device; run 12 (2026-12-06, tenth session) ran
 # aotcheck, norms (DTYPES fp16, then bf16 fp32) and torch; the ninth session got no device; run 11
 # on 2026-12-06 ran aotfull and gnab (walk_packs and seg_sync dropped); run 10 gnab (cf_silu landed, stage_chunks
 # dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
