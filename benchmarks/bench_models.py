@@ -130,10 +130,10 @@ def alternated(run: Run, case: dict, variants: dict) -> None:
     None). Rows "alt:<mode>"."""
     a = run.args
 
-    def timed(model, ext, inputs):
+    def timed(model, ext, inputs, forwards):
         _cpp.ext = ext
         try:
-            return time_ms(model, inputs, 0, a.alt_calls)[0]
+            return time_ms(model, inputs, 0, forwards)[0]
         finally:
             _cpp.ext = None
 
@@ -143,9 +143,11 @@ def alternated(run: Run, case: dict, variants: dict) -> None:
             run.add({**row0, "mode": "alt:-", "error": f"skipped: over the {a.budget_s:.0f} s budget"})
             continue
         try:
-            calls = {m: functools.partial(timed, model, ext, inputs) for m, (model, ext) in variants.items()}
+            calls = {m: functools.partial(timed, model, ext, inputs, a.alt_calls)
+                     for m, (model, ext) in variants.items()}
             with torch.inference_mode():
-                rounds(calls, 1)  # warm (the C++ launches' first call per shape)
+                for model, ext in variants.values():
+                    timed(model, ext, inputs, 1)  # warm: one forward (the C++ launches' first call per shape)
                 per = rounds(calls, a.alt_rounds)
         except Exception as e:  # recorded; the other rows stand
             run.add({**row0, "mode": "alt:-", "error": f"{type(e).__name__}: {e}".split("\n")[0][:300]})

@@ -38,7 +38,6 @@ for fused in (False, True):
     models["compile+fuse" if fused else "compile"] = (compiled, inputs)
 
 
-
 def ms_per_forward(compiled, inputs) -> float:
     for _ in range(3):
         compiled(*inputs)
