@@ -2,8 +2,9 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: cpp, then `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, experiments/compile_guards.py,
-# smallbench, gn, gnbig, biasncu, retune; the eleventh and twelfth sessions got no device; run 12 (2026-12-06, tenth session) ran
+# Steps (next: gn, smallbench, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, gnbig, biasncu, retune;
+# run 13 (2026-12-07, thirteenth session) ran cpp, experiments/compile_guards.py and the C++ call's parts
+# (RESULTS.md, PyTorch run 13); the eleventh and twelfth sessions got no device; run 12 (2026-12-06, tenth session) ran
 # aotcheck, norms (DTYPES fp16, then bf16 fp32) and torch; the ninth session got no device; run 11
 # on 2026-12-06 ran aotfull and gnab (walk_packs and seg_sync dropped); run 10 gnab (cf_silu landed, stage_chunks
 # dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
@@ -130,13 +131,13 @@ case ${1:-} in
   unethost) gpu_library
             PYTHONPATH=$PWD:$PYTHONPATH timeout 240 python3 benchmarks/experiments/profile_fused_unet.py > "$OUT/unethost.log" 2>&1; tail -60 "$OUT/unethost.log" ;;
   gn7) TESTS="group_norm and (whole or channels_first or sd_shapes) and not plugin" TEST_TIMEOUT=150 \
-        SANITIZE="group_norm_resident_small" SANITIZE_TIMEOUT=45 QUEUED_NESTED=1 bash "$0" gn ;;
+        SANITIZE="group_norm_resident_small" SANITIZE_TIMEOUT=45 bash $batch; QUEUED_NESTED=1 bash "$0" gn ;;
   repick) aot_library # the picks from the measured configurations: every form, dtype and hidden size
           timeout 300 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 \
             > "$OUT/check.log" 2>&1; tail -112 "$OUT/check.log" | grep "^|" ;;
-  gn) BENCH="scripts/bench_group_norm.py --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512" \
-        BENCH_TIMEOUT=420 bash $batch
-      export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so # built by the batch; for ncu's launches
+  gn) SETUP_ONLY=1 bash $batch; gpu_library # the wheels and the TensorRT OSS peer; the library (carried or built)
+      timeout 420 python3 scripts/bench_group_norm.py --out "$OUT" --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 \
+        2 320 128 128 1 256 256 256 1 128 512 512 > "$OUT/bench.log" 2>&1; tail -4 "$OUT/bench.log"
       for layout in channels_last channels_first; do
         timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
           --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
