@@ -333,14 +333,17 @@ GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& 
     return p.resident >= 0 ? p : GroupNormResidentPlan{};
 }
 
-// H100 run 3 (benchmarks/group_norm/h100_v3.json), fused resident against split, channels-first, 1-2
-// samples, FP16 and BF16: GroupNorm from 5 MB 1.03-1.27x (every such point); GroupNorm+SiLU from 32 MB
-// 1.05-1.10x, at 5-21 MB 0.94-1.06x; on 8 samples 0.79-1.16x, below 5 MB 0.56-1.0x: the split design there.
+// Fused resident against split, channels-first, 1-2 samples, FP16 and BF16: GroupNorm from 5 MB 1.03-1.27x
+// (every such point; H100 run 3, benchmarks/group_norm/h100_v3.json), GroupNorm+SiLU from 5 MB 1.07-1.23x
+// (every such point; run 13, h100_v13.json); on 8 samples 0.79-1.16x, below 5 MB 0.56-1.0x: the split design
+// there. GroupNorm+SiLU in FP32, not measured against the split design since the SiLU's run-10 form: from
+// 32 MB, as run 3 found.
 bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
     if (act != GroupNormAct::kNone && act != GroupNormAct::kSilu) return false;
     if (groupNormWholeSegmentsFirst(dt, s)) return true;
-    const int64_t minBytes = act == GroupNormAct::kNone ? int64_t(5) << 20 : int64_t(32) << 20;
+    const bool fromFive = act == GroupNormAct::kNone || elemBytes(dt) == 2;
+    const int64_t minBytes = fromFive ? int64_t(5) << 20 : int64_t(32) << 20;
     return s.n >= 1 && s.n <= 2 && s.channels * s.spatial * s.n >= minBytes / elemBytes(dt);
 }
 
