@@ -4,7 +4,8 @@
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: gn (run 13's GroupNorm+SiLU pick through the plugin), smallbench, `TESTS=0 BENCH_ARGS=--cpp bash
 # benchmarks/run_torch_gpu.sh`, gnbig, biasncu, retune; run 13 (2026-12-07, thirteenth session) ran cpp,
-# experiments/compile_guards.py, the C++ call's parts and the GroupNorm table (RESULTS.md, run 13); the eleventh and twelfth sessions got no device; run 12 (2026-12-06, tenth session) ran
+# experiments/compile_guards.py, the C++ call's parts and the GroupNorm table (RESULTS.md, run 13); the eleventh
+# and twelfth sessions got no device; run 12 (2026-12-06, tenth session) ran
 # aotcheck, norms (DTYPES fp16, then bf16 fp32) and torch; the ninth session got no device; run 11
 # on 2026-12-06 ran aotfull and gnab (walk_packs and seg_sync dropped); run 10 gnab (cf_silu landed, stage_chunks
 # dropped), land, biasact; run 9 cltrim, clfold, smallaot, ab, gn, gnsrc;
