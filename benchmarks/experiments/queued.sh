@@ -2,8 +2,9 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gn (run 13's GroupNorm+SiLU pick through the plugin), smallbench, `TESTS=0 BENCH_ARGS=--cpp bash
-# benchmarks/run_torch_gpu.sh`, gnbig, biasncu, retune; run 13 (2026-12-07, thirteenth session) ran cpp,
+# Steps (next: norms (DTYPES fp16, then bf16 fp32: the large table with run 14's configurations), smallbench,
+# `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, gnbig, biasncu; run 14 (2026-12-07, fourteenth
+# session) ran gn and retune; run 13 (2026-12-07, thirteenth session) ran cpp,
 # experiments/compile_guards.py, the C++ call's parts and the GroupNorm table (RESULTS.md, run 13); the eleventh
 # and twelfth sessions got no device; run 12 (2026-12-06, tenth session) ran
 # aotcheck, norms (DTYPES fp16, then bf16 fp32) and torch; the ninth session got no device; run 11
@@ -222,7 +223,7 @@ case ${1:-} in
            grep -E "^\| bias_" "$OUT/biasact/RESULTS.md" | head -40 ;;
   norms) aot_library # issue 34's large table: the four norms through the AOT library with its picks (ours with the
          # weights' 16-bit copies, as a 16-bit export's plugin has them), beside the compile and Liger
-         timeout 560 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
+         timeout $((585 - SECONDS)) python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
            --dtypes ${DTYPES:-fp16} --odd --no-small --out "$OUT/norms" > "$OUT/norms.log" 2>&1; tail -6 "$OUT/norms.log" ;;
   biasncu) gpu_library # issue 34's bias+activation misses (run 10: 0.965-0.979x compile, ours 97-99% of copy): ours
            # and the compiled kernel under ncu at each, side by side
@@ -262,7 +263,7 @@ PY
   smallbench) aot_library # issue 34's small-launch target (within 0.2 us of the compile at every point): the
               # small launches of the four norms, every dtype, through the AOT library with its picks, beside
               # the max-autotune compile
-              timeout 560 python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
+              timeout $((585 - SECONDS)) python3 scripts/bench_kernels.py --ops layer_norm rms_norm skip_layer_norm skip_rms_norm \
                 --hiddens --odd --out "$OUT/small" > "$OUT/small.log" 2>&1; tail -3 "$OUT/small.log"
               sed -n '/^## Small launches/,/^## /p' "$OUT/small/RESULTS.md" | head -80 ;;
   autotune) timeout 560 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 32 \
