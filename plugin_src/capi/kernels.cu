@@ -155,13 +155,15 @@ TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long cha
                                             long long windows, int whole_segments, long long* plan) {
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
     const auto dt = trtp::DType(dtype);
-    trtp::GroupNormResidentDevice dev; // this GPU, or described (sms 0: two launches)
-    if (configured) dev = trtp::groupNormResidentDevice();
+    trtp::GroupNormResidentDevice dev; // this GPU (configured 1), or described (sms 0: two launches)
+    if (configured == 1) dev = trtp::groupNormResidentDevice();
     else dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
     dev.ctasPerSm = int32_t(ctas_per_sm), dev.windows = int32_t(windows);
+    const bool plugins = ctas_per_sm == 1 && windows == 1; // configured 2: the plugin's pick on the described GPU
     if (whole_segments) putPlan(trtp::groupNormWholeSegmentPlan(dt, s, true, dev), plan);
-    else putPlan(configured && ctas_per_sm == 1 && windows == 1 ? trtp::groupNormResidentConfigure(dt, s, true)
-                                                : trtp::groupNormResidentPlan(dt, s, true, dev), plan);
+    else if (plugins && configured == 1) putPlan(trtp::groupNormResidentConfigure(dt, s, true), plan);
+    else putPlan(plugins && configured == 2 ? trtp::groupNormResidentPick(dt, s, true, dev)
+                                            : trtp::groupNormResidentPlan(dt, s, true, dev), plan);
 }
 
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,

@@ -229,10 +229,12 @@ def empty_like(x):
 
 def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
                   layout="channels_first", stride: int = 0, configured: bool = True, device: dict | None = None,
-                  ctas_per_sm: int = 1, whole_segments: bool = False, windows: int = 1) -> tuple[int, int, int, bool, bool]:
+                  ctas_per_sm: int = 1, whole_segments: bool = False, windows: int = 1,
+                  picked: bool = False) -> tuple[int, int, int, bool, bool]:
     """(grid, per, resident, fused, narrow): the resident design's plan on the current GPU (configured),
-    on a described one (device: sms, smem_per_block a CTA may opt into; a pure function, no GPU needed),
-    or its two launches (configured False, no device: the same everywhere). ctas_per_sm 2: fused CTAs
+    on a described one (device: sms, smem_per_block a CTA may opt into; a pure function, no GPU needed;
+    picked: the plan the plugin picks there, groupNormResidentPick, else its fused plan), or its two
+    launches (configured False, no device: the same everywhere). ctas_per_sm 2: fused CTAs
     sharing each SM's shared memory two ways (16-bit channels-last narrow: 8-byte packs); 1: the plugin's.
     whole_segments: each CTA whole groups (channels-first; channels-last a sample's window of whole
     groups, grid = samples x windows), one launch with no grid-wide barrier (groupNormWholeSegmentPlan;
@@ -241,7 +243,8 @@ def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float
     out = (ctypes.c_longlong * 5)()
     dev = device or {}
     kernels.load().trtp_group_norm_resident_plan(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,
-                                                 groups, skip_mode_id(skip_mode), int(configured and device is None),
+                                                 groups, skip_mode_id(skip_mode),
+                                                 2 if picked and device else int(configured and device is None),
                                                  dev.get("sms", 0), dev.get("smem_per_block", 0), ctas_per_sm,
                                                  windows, int(whole_segments), out)
     return _plan5(out)

@@ -56,7 +56,7 @@ struct GroupNormResidentDevice {
     int32_t ctasPerSm = 1;    // fused CTAs per SM the plan is for (2: each a share of the SM's shared memory,
                               // 16-bit channels-last narrow); the plugin plans for 1 (2 is forced to measure it)
     int32_t windows = 1;      // channels-last fused plans: channel windows of whole groups per range (0: as
-                              // many as whole 16-byte packs allow); the plugin plans for 1 (others to measure)
+                              // many as whole 16-byte packs allow); groupNormResidentPick sets it where it pays
 };
 GroupNormResidentDevice groupNormResidentDevice() noexcept;
 
@@ -68,13 +68,18 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
 // Each CTA a range of whole segments (groups channels-first, samples channels-last, there cut into as
 // many windows of whole groups as keep each window whole 16-byte packs without pad, within 528 CTAs),
 // as many of its units on chip as a CTA's shared memory holds: one launch with a CTA barrier between the
-// phases (no cooperative launch, any number of CTAs). Grid 0: none. The plugin's pick channels-first
-// where groupNormWholeSegmentsFirst; channels-last not yet (to measure).
+// phases (no cooperative launch, any number of CTAs). Grid 0: none. The plugin's pick where
+// groupNormResidentPick says so.
 GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
                                                 const GroupNormResidentDevice& dev);
-// What the plugin picks when configured: the whole-segment plan where groupNormWholeSegmentsFirst and
-// it holds each group on chip, else the plan on this GPU, fused where the GPU can hold a CTA of it on
-// each multiprocessor (occupancy), else two launches.
+// The plan the plugin picks on a described GPU (a pure function), where each measured faster: the
+// whole-segment plan channels-first where groupNormWholeSegmentsFirst and it holds each group on chip;
+// channels-last (16-bit, no skip) the whole-segment plan where a CTA's window of groups is 32 KB or less and
+// the grid one CTA per SM at most, else on one sample up to 5 MB the fused plan cut into channel windows;
+// else groupNormResidentPlan.
+GroupNormResidentPlan groupNormResidentPick(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev);
+// What the plugin runs when configured: groupNormResidentPick on this GPU, fused where the GPU can hold
+// every CTA of it at once (occupancy) or its CTAs need no grid-wide barrier, else two launches.
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept;
 // Whether a channels-first shape runs the resident design rather than the split one (where the fused
 // plan measured faster; a pure function of its arguments: the caller checks the plan is fused).

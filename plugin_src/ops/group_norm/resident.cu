@@ -204,6 +204,13 @@ GroupNormResidentDevice queryDevice(int dev) {
     return d;
 }
 
+// The geometry plan p runs: 8-byte packs where narrow, else the widest cut into p's channel windows.
+Geometry geometryOfPlan(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentPlan& p) {
+    if (p.narrow) return geometryOf(dt, s, aligned, true);
+    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
+    return windowed(g, windowsOf(g, p));
+}
+
 // The kernel a plan runs: staged (a fused plan with every unit of each range on chip) without the
 // global-memory walks.
 template <class T, int VEC, GroupNormLayout L> auto kernelFor(bool staged) {
@@ -356,16 +363,43 @@ bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
     return s.n >= 1 && s.n <= 8 && s.spatial > 0 && s.channels / s.groups * s.spatial * elemBytes(dt) <= 32 * 1024;
 }
 
+// H100 runs 13 and 14 (benchmarks/group_norm/h100_v13.json, h100_v14.json: the same ratios in both),
+// channels-last, FP16/BF16, no skip, GroupNorm / +SiLU, each plan forced beside the fused one: whole groups per
+// CTA (a sample's window of them) 1.15-1.42x where a window is 32 KB or less and the grid one CTA per SM at
+// most (1-2 samples of 1280-2560 channels at 8x8 and 16x16; on 8 samples, 256 CTAs: 0.74-0.77x; larger windows
+// 0.31-0.98x); else the fused plan cut into channel windows on one sample up to 5 MB: 1.03-1.23x at every such
+// shape (2 and 8 samples 0.70-1.12x, one sample from 10 MB 0.84-0.95x). None (grid 0) elsewhere and in FP32
+// (not measured).
+namespace {
+GroupNormResidentPlan channelsLastPick(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev) {
+    if (s.layout != GroupNormLayout::kChannelsLast || s.skip != GroupNormSkip::kNone || elemBytes(dt) != 2 || dev.sms < 1)
+        return {};
+    const int64_t w = windowsFor(dt, s, aligned);
+    if (w < 2) return {};
+    const GroupNormResidentPlan whole = groupNormWholeSegmentPlan(dt, s, aligned, dev);
+    if (whole.fused && staged(whole) && whole.grid <= dev.sms && s.spatial * (s.channels / w) * elemBytes(dt) <= 32 * 1024)
+        return whole;
+    if (s.n != 1 || s.channels * s.spatial * elemBytes(dt) > int64_t(5) << 20) return {};
+    GroupNormResidentDevice windows = dev;
+    windows.windows = 0;
+    return groupNormResidentPlan(dt, s, aligned, windows);
+}
+} // namespace
+
+GroupNormResidentPlan groupNormResidentPick(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev) {
+    if (groupNormWholeSegmentsFirst(dt, s)) {
+        const GroupNormResidentPlan w = groupNormWholeSegmentPlan(dt, s, aligned, dev);
+        if (w.fused && staged(w)) return w;
+    }
+    const GroupNormResidentPlan c = channelsLastPick(dt, s, aligned, dev);
+    return c.fused ? c : groupNormResidentPlan(dt, s, aligned, dev);
+}
+
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept {
     try {
-        const GroupNormResidentDevice dev = groupNormResidentDevice();
-        if (groupNormWholeSegmentsFirst(dt, s)) {
-            const GroupNormResidentPlan w = groupNormWholeSegmentPlan(dt, s, aligned, dev);
-            if (w.fused && staged(w)) return w;
-        }
-        const GroupNormResidentPlan p = groupNormResidentPlan(dt, s, aligned, dev);
+        const GroupNormResidentPlan p = groupNormResidentPick(dt, s, aligned, groupNormResidentDevice());
         if (!p.fused) return p;
-        const Geometry g = geometryOf(dt, s, aligned, p.narrow);
+        const Geometry g = geometryOfPlan(dt, s, aligned, p);
         return local(g, p) || coResident(dt, g, p) ? p : groupNormResidentPlan(dt, s, aligned);
     } catch (...) {
         return {};
@@ -426,11 +460,8 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.spatial = int32_t(s.spatial), a.cpg = int32_t(s.channels / s.groups), a.cstride = int32_t(g.cs);
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
-        const auto geometryFor = [&](const GroupNormResidentPlan& p) {
-            return p.narrow ? geometryOf(dt, s, aligned, true) : windowed(g, windowsOf(g, p));
-        };
         const auto run = [&](const GroupNormResidentPlan& p) {
-            const Geometry pg = geometryFor(p); // g: the widest packs
+            const Geometry pg = geometryOfPlan(dt, s, aligned, p); // g: the widest packs
             a.windows = int32_t(pg.windows), a.lstride = int32_t(pg.unitElems);
             a.channels = int32_t(s.channels / pg.windows), a.groups = int32_t(s.groups / pg.windows);
             a.widthDiv = FastDiv(uint32_t(pg.width));
@@ -446,7 +477,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
         // first (a refused launch would invalidate it), otherwise the refusal answers.
         if (plan.fused) {
-            const Geometry pg = geometryFor(plan);
+            const Geometry pg = geometryOfPlan(dt, s, aligned, plan);
             if (!local(pg, plan) && capturing(stream) && !coResident(dt, pg, plan)) plan = twoLaunches;
         }
         cudaError_t e = run(plan);
