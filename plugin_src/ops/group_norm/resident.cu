@@ -367,7 +367,7 @@ bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
 // channels-last, FP16/BF16, no skip, GroupNorm / +SiLU, each plan forced beside the fused one: whole groups per
 // CTA (a sample's window of them) 1.15-1.42x where a window is 32 KB or less and the grid one CTA per SM at
 // most (1-2 samples of 1280-2560 channels at 8x8 and 16x16; on 8 samples, 256 CTAs: 0.74-0.77x; larger windows
-// 0.31-0.98x); else the fused plan cut into channel windows on one sample up to 5 MB: 1.03-1.23x at every such
+// 0.31-0.98x); else the fused plan cut into channel windows on one sample up to 5 MB: 1.02-1.23x at every such
 // shape (2 and 8 samples 0.70-1.12x, one sample from 10 MB 0.84-0.95x). None (grid 0) elsewhere and in FP32
 // (not measured).
 namespace {
