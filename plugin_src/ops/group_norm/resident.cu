@@ -461,7 +461,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
         const auto run = [&](const GroupNormResidentPlan& p) {
-            const Geometry pg = geometryOfPlan(dt, s, aligned, p); // g: the widest packs
+            const Geometry pg = geometryOfPlan(dt, s, aligned, p);
             a.windows = int32_t(pg.windows), a.lstride = int32_t(pg.unitElems);
             a.channels = int32_t(s.channels / pg.windows), a.groups = int32_t(s.groups / pg.windows);
             a.widthDiv = FastDiv(uint32_t(pg.width));
