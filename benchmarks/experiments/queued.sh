@@ -2,7 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: norms (DTYPES fp16, then bf16 fp32: the large table with run 14's configurations), smallbench,
+# Steps (next: gn (run 14's channels-last pick through the plugin), norms (DTYPES fp16, then bf16 fp32: the large
+# table with run 14's configurations), smallbench,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, gnbig, biasncu; run 14 (2026-12-07, fourteenth
 # session) ran gn and retune; run 13 (2026-12-07, thirteenth session) ran cpp,
 # experiments/compile_guards.py, the C++ call's parts and the GroupNorm table (RESULTS.md, run 13); the eleventh
