@@ -203,8 +203,9 @@ def test_fused_channels_last_plans_with_channel_windows():
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_channels_last_picks_where_measured_faster(dtype):
     """H100 runs 13-14, channels-last 16-bit, no skip: whole groups per CTA (a sample's window of them) where a
-    window is 32 KB or less and the grid one CTA per SM at most; else on one sample up to 5 MB the fused plan
-    cut into channel windows; else the fused plan (2-8 samples, larger tensors, FP32, a skip, no windows)."""
+    window is 32 KB or less and the grid one CTA per SM at most; else the fused plan cut into channel windows on
+    one sample up to 5 MB and with windows of 120 channels or more up to 8 MB; else the fused plan (narrower
+    windows on 2-8 samples, larger tensors, FP32, a skip, no windows)."""
     def plan(n, c, spatial, dtype=dtype, skip="none", stride=0, **kw):
         return group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_last", stride, configured=False,
                                         device=RESIDENT_H200, **kw)
@@ -214,10 +215,11 @@ def test_channels_last_picks_where_measured_faster(dtype):
 
     for shape, grid in [((1, 1280, 64), 32), ((2, 1280, 64), 64), ((1, 1280, 256), 32), ((2, 2560, 64), 64)]:
         assert pick(*shape) == plan(*shape, whole_segments=True) and pick(*shape)[0] == grid, shape
-    for shape in [(1, 1920, 256), (1, 640, 1024), (1, 320, 4096), (1, 640, 4096)]:  # windows of 40-120 KB
+    for shape in [(1, 1920, 256), (1, 640, 1024), (1, 320, 4096), (1, 640, 4096),  # windows of 40-120 KB
+                  (2, 1920, 256), (2, 960, 1024), (8, 1920, 256)]:  # windows of 120 channels, to 8 MB
         assert pick(*shape) == plan(*shape, windows=0) != plan(*shape), shape
-    for shape in [(8, 1280, 64), (2, 320, 4096), (2, 640, 1024), (1, 320, 16384), (1, 512, 16384)]:
-        assert pick(*shape) == plan(*shape), shape  # 256 CTAs; 2 samples of 80 KB windows; past 5 MB
+    for shape in [(8, 1280, 64), (2, 320, 4096), (2, 640, 1024), (1, 320, 16384), (1, 512, 16384), (8, 960, 1024)]:
+        assert pick(*shape) == plan(*shape), shape  # 256 CTAs; 2 samples of 40-channel windows; past 5 / 8 MB
     assert pick(1, 1280, 64, dtype="float32") == plan(1, 1280, 64, dtype="float32")  # FP32: not measured
     assert pick(1, 1280, 64, skip="full") == plan(1, 1280, 64, skip="full")
     assert pick(1, 1280, 64, stride=1288) == plan(1, 1280, 64, stride=1288)  # padded: no windows

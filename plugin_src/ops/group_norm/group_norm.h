@@ -75,8 +75,8 @@ GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& 
 // The plan the plugin picks on a described GPU (a pure function), where each measured faster: the
 // whole-segment plan channels-first where groupNormWholeSegmentsFirst and it holds each group on chip;
 // channels-last (16-bit, no skip) the whole-segment plan where a CTA's window of groups is 32 KB or less and
-// the grid one CTA per SM at most, else on one sample up to 5 MB the fused plan cut into channel windows;
-// else groupNormResidentPlan.
+// the grid one CTA per SM at most, else the fused plan cut into channel windows on one sample up to 5 MB
+// and with windows of 120 channels or more up to 8 MB; else groupNormResidentPlan.
 GroupNormResidentPlan groupNormResidentPick(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev);
 // What the plugin runs when configured: groupNormResidentPick on this GPU, fused where the GPU can hold
 // every CTA of it at once (occupancy) or its CTAs need no grid-wide barrier, else two launches.

@@ -367,9 +367,10 @@ bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
 // channels-last, FP16/BF16, no skip, GroupNorm / +SiLU, each plan forced beside the fused one: whole groups per
 // CTA (a sample's window of them) 1.15-1.42x where a window is 32 KB or less and the grid one CTA per SM at
 // most (1-2 samples of 1280-2560 channels at 8x8 and 16x16; on 8 samples, 256 CTAs: 0.74-0.77x; larger windows
-// 0.31-0.98x); else the fused plan cut into channel windows on one sample up to 5 MB: 1.02-1.23x at every such
-// shape (2 and 8 samples 0.70-1.12x, one sample from 10 MB 0.84-0.95x). None (grid 0) elsewhere and in FP32
-// (not measured).
+// 0.31-0.98x); else the fused plan cut into channel windows on one sample up to 5 MB, 1.02-1.23x at every such
+// shape, and with windows of 120 channels or more up to 8 MB, 1.02-1.13x at every such shape (2 and 8 samples of
+// 960-1920 channels); with narrower windows on 2 and 8 samples (no whole-group plan) 0.70-1.02x, on one sample
+// from 10 MB 0.84-0.95x. None (grid 0) elsewhere and in FP32 (not measured).
 namespace {
 GroupNormResidentPlan channelsLastPick(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev) {
     if (s.layout != GroupNormLayout::kChannelsLast || s.skip != GroupNormSkip::kNone || elemBytes(dt) != 2 || dev.sms < 1)
@@ -379,7 +380,9 @@ GroupNormResidentPlan channelsLastPick(DType dt, const GroupNormShape& s, bool a
     const GroupNormResidentPlan whole = groupNormWholeSegmentPlan(dt, s, aligned, dev);
     if (whole.fused && staged(whole) && whole.grid <= dev.sms && s.spatial * (s.channels / w) * elemBytes(dt) <= 32 * 1024)
         return whole;
-    if (s.n != 1 || s.channels * s.spatial * elemBytes(dt) > int64_t(5) << 20) return {};
+    const int64_t bytes = s.n * s.channels * s.spatial * elemBytes(dt);
+    const bool wide = s.channels / w * elemBytes(dt) >= 240; // a window of 120 16-bit channels or more
+    if (!(wide && bytes <= int64_t(8) << 20) && !(s.n == 1 && bytes <= int64_t(5) << 20)) return {};
     GroupNormResidentDevice windows = dev;
     windows.windows = 0;
     return groupNormResidentPlan(dt, s, aligned, windows);
