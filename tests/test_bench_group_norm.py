@@ -32,7 +32,7 @@ def test_table_has_a_cell_per_column():
            "resident_cf_whole": 1.5e-6, "resident_cl_windows": 4e-6}
     head, rule, line = table([row])
     assert head.count("|") == rule.count("|") == line.count("|")
-    assert line.endswith("| 67 / - | 25 |")  # the whole-segment plans' % of copy, then the windowed plan's
+    assert line.endswith("| 67 / - | 25 / - |")  # the whole-segment plans' % of copy, then the fused ones
 
 
 def test_plot_draws_a_png_where_matplotlib_is(tmp_path):

@@ -223,6 +223,7 @@ def test_channels_last_picks_where_measured_faster(dtype):
     assert pick(1, 1280, 64, dtype="float32") == plan(1, 1280, 64, dtype="float32")  # FP32: not measured
     assert pick(1, 1280, 64, skip="full") == plan(1, 1280, 64, skip="full")
     assert pick(1, 1280, 64, stride=1288) == plan(1, 1280, 64, stride=1288)  # padded: no windows
+    assert plan(1, 320, 4096, windows=-1) == plan(1, 320, 4096) != pick(1, 320, 4096)  # -1: no windows, no pick
     # channels-first as before: whole groups per CTA where groupNormWholeSegmentsFirst
     cf = group_norm.resident_plan(2, 1280, 64, 32, dtype, configured=False, device=RESIDENT_H200, picked=True)
     assert cf == group_norm.resident_plan(2, 1280, 64, 32, dtype, configured=False, device=RESIDENT_H200,

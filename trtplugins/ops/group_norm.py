@@ -239,7 +239,8 @@ def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float
     whole_segments: each CTA whole groups (channels-first; channels-last a sample's window of whole
     groups, grid = samples x windows), one launch with no grid-wide barrier (groupNormWholeSegmentPlan;
     grid 0: none). windows (channels-last fused plans): each range's channels cut into this many windows of
-    whole groups, a CTA each (0: as many as keep each window whole 16-byte packs; 1: the plugin's)."""
+    whole groups, a CTA each (0: as many as keep each window whole 16-byte packs; 1: the plugin's; -1: none,
+    whatever the plugin picks)."""
     out = (ctypes.c_longlong * 5)()
     dev = device or {}
     kernels.load().trtp_group_norm_resident_plan(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,
