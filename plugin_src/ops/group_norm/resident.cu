@@ -204,11 +204,10 @@ GroupNormResidentDevice queryDevice(int dev) {
     return d;
 }
 
-// The geometry plan p runs: 8-byte packs where narrow, else the widest cut into p's channel windows.
-Geometry geometryOfPlan(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentPlan& p) {
-    if (p.narrow) return geometryOf(dt, s, aligned, true);
-    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
-    return windowed(g, windowsOf(g, p));
+// The geometry plan p runs, from the shape's widest-pack geometry g: 8-byte packs where narrow, else g cut
+// into p's channel windows.
+Geometry geometryOfPlan(const Geometry& g, DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentPlan& p) {
+    return p.narrow ? geometryOf(dt, s, aligned, true) : windowed(g, windowsOf(g, p));
 }
 
 // The kernel a plan runs: staged (a fused plan with every unit of each range on chip) without the
@@ -402,7 +401,7 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
     try {
         const GroupNormResidentPlan p = groupNormResidentPick(dt, s, aligned, groupNormResidentDevice());
         if (!p.fused) return p;
-        const Geometry g = geometryOfPlan(dt, s, aligned, p);
+        const Geometry g = geometryOfPlan(geometry(dt, s, vecFor(dt, s, aligned)), dt, s, aligned, p);
         return local(g, p) || coResident(dt, g, p) ? p : groupNormResidentPlan(dt, s, aligned);
     } catch (...) {
         return {};
@@ -464,7 +463,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         a.eps = args.epsilon, a.invCount = float(1.0 / double(s.channels / s.groups * s.spatial));
         a.skipMode = s.skip, a.act = args.act;
         const auto run = [&](const GroupNormResidentPlan& p) {
-            const Geometry pg = geometryOfPlan(dt, s, aligned, p);
+            const Geometry pg = geometryOfPlan(g, dt, s, aligned, p); // g: the widest packs
             a.windows = int32_t(pg.windows), a.lstride = int32_t(pg.unitElems);
             a.channels = int32_t(s.channels / pg.windows), a.groups = int32_t(s.groups / pg.windows);
             a.widthDiv = FastDiv(uint32_t(pg.width));
@@ -480,7 +479,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
         // first (a refused launch would invalidate it), otherwise the refusal answers.
         if (plan.fused) {
-            const Geometry pg = geometryOfPlan(dt, s, aligned, plan);
+            const Geometry pg = geometryOfPlan(g, dt, s, aligned, plan);
             if (!local(pg, plan) && capturing(stream) && !coResident(dt, pg, plan)) plan = twoLaunches;
         }
         cudaError_t e = run(plan);
