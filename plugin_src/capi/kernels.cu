@@ -159,11 +159,10 @@ TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long cha
     if (configured == 1) dev = trtp::groupNormResidentDevice();
     else dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
     dev.ctasPerSm = int32_t(ctas_per_sm), dev.windows = int32_t(windows);
-    const bool plugins = ctas_per_sm == 1 && windows == 1; // configured 2: the plugin's pick on the described GPU
     if (whole_segments) putPlan(trtp::groupNormWholeSegmentPlan(dt, s, true, dev), plan);
-    else if (plugins && configured == 1) putPlan(trtp::groupNormResidentConfigure(dt, s, true), plan);
-    else putPlan(plugins && configured == 2 ? trtp::groupNormResidentPick(dt, s, true, dev)
-                                            : trtp::groupNormResidentPlan(dt, s, true, dev), plan);
+    else if (ctas_per_sm != 1 || windows != 1 || configured == 0) putPlan(trtp::groupNormResidentPlan(dt, s, true, dev), plan);
+    else putPlan(configured == 1 ? trtp::groupNormResidentConfigure(dt, s, true) // the plugin's, on this GPU
+                                 : trtp::groupNormResidentPick(dt, s, true, dev), plan); // on the described one
 }
 
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,
