@@ -2,9 +2,11 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gn (run 14's channels-last pick through the plugin), norms (DTYPES fp16, then bf16 fp32: the large
-# table with run 14's configurations), smallbench,
-# `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, gnbig, biasncu; run 14 (2026-12-07, fourteenth
+# Steps (next: retune with RETUNE_DTYPES=float32 RETUNE_HIDDENS="768 1024 2048 3072 4096 5120 8192 12288 16384"
+# (FP32 LayerNorm and RMSNorm), retune with RETUNE_FORMS=skip_layer_norm, the same hiddens and every dtype, then
+# norms for the dtypes whose picks moved, biasncu, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
+# run 15 (2026-12-07, fifteenth session) ran gn, norms (fp16, bf16, fp32), smallbench, biasact (16-bit), the GPU
+# tests, the four sanitizers and four of gnbig's profiles; run 14 (2026-12-07, fourteenth
 # session) ran gn and retune; run 13 (2026-12-07, thirteenth session) ran cpp,
 # experiments/compile_guards.py, the C++ call's parts and the GroupNorm table (RESULTS.md, run 13); the eleventh
 # and twelfth sessions got no device; run 12 (2026-12-06, tenth session) ran
@@ -64,8 +66,9 @@
 #   smallaot the small-launch AOT cubins (one row per program, 4 values a thread) timed beside ours at 1 and 64
 #            rows, every form, dtype and hidden size: $OUT/triton_aot_small.json, to commit beside the benchmarks
 #            with triton_picks.json merged with $OUT/triton_picks_small.json; then 8 points beside the compile
-#   retune   RMSNorm and 16-bit LayerNorm at 768-8192 tuned again at 96 MiB (the compile's size), rebuilt and
-#            timed beside ours: $OUT/triton_configs.json and the check, to commit if the picks move
+#   retune   Triton configurations tuned again at 96 MiB (the compile's size; RETUNE_FORMS, RETUNE_DTYPES,
+#            RETUNE_HIDDENS), rebuilt and timed beside ours: $OUT/triton_configs.json and the check, to commit
+#            if the picks move
 #   biasact  bias+GELU and bias+ReLU6 at the large points beside the max-autotune compile (16-bit; DTYPES=fp32)
 #   smallbench the small launches (1-64 rows) of the four norms through the AOT library with its picks,
 #            every dtype, beside the max-autotune compile: issue 34's small-launch table
@@ -206,17 +209,19 @@ case ${1:-} in
             timeout 300 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --rows 1 64 --no-compile \
               > "$OUT/small.log" 2>&1; tail -2 "$OUT/small.log"; grep -c "| ok |" "$OUT/triton_aot_small.md"
             small_beside_compile "$OUT/compile" 150 ;; # and beside the compile where run 8 timed it
-  retune) # issue 34's last large-launch misses (RMSNorm and 16-bit LayerNorm at 768-8192, 1-3% behind the compile,
-          # whose max-autotune tunes at the benchmark's 96 MiB; our table was tuned at 32 MiB): those configurations
-          # tuned again at 96 MiB, the AOT library rebuilt from them, timed beside ours
+  retune) # issue 34's large-launch misses against the compile, whose max-autotune tunes at the benchmark's 96 MiB
+          # (our table was tuned at 32 MiB): those configurations tuned again at 96 MiB, the AOT library rebuilt from
+          # them, timed beside ours. Run 14 tuned RETUNE_FORMS="layer_norm rms_norm" RETUNE_DTYPES="float16 bfloat16"
+          # at 768-8192 (the defaults); RETUNE_HIDDENS names the sizes
+          forms=${RETUNE_FORMS:-layer_norm rms_norm} dtypes=${RETUNE_DTYPES:-float16 bfloat16}
           cp plugin_src/ops/skip_norm/triton_configs.json "$OUT/triton_configs.json"
-          timeout 300 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 96 \
-            --forms layer_norm rms_norm --dtypes float16 bfloat16 --hiddens 768 1024 2048 3072 4096 5120 8192 \
+          timeout 330 python3 benchmarks/experiments/triton_aot_check.py --autotune "$OUT/triton_configs.json" --mib 96 \
+            --forms $forms --dtypes $dtypes --hiddens ${RETUNE_HIDDENS:-768 1024 2048 3072 4096 5120 8192} \
             > "$OUT/autotune.log" 2>&1; tail -2 "$OUT/autotune.log"
           cp "$OUT/triton_configs.json" plugin_src/ops/skip_norm/triton_configs.json
           aot_library
           timeout 120 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 \
-            --forms layer_norm rms_norm --dtypes float16 bfloat16 > "$OUT/check.log" 2>&1; grep "^|" "$OUT/check.log" ;;
+            --forms $forms --dtypes $dtypes > "$OUT/check.log" 2>&1; grep "^|" "$OUT/check.log" ;;
   biasact) gpu_library # issue 34's bias + activation target (>= 0.98x max-autotune compile at every point): the
            # large points beside the compile, 16-bit by default (DTYPES="fp32" for the rest)
            timeout 540 python3 scripts/bench_kernels.py --ops bias_gelu bias_relu6 --dtypes ${DTYPES:-fp16 bf16} --odd \
