@@ -47,6 +47,7 @@ PARAMS = ("x", "skip", "bias", "gamma", "beta", "y", "s_out", "rows", "eps")
 LOOPED_FROM = 8192  # hidden sizes past this: the looped kernel (where no measured configuration says)
 CONFIGS = HERE / "ops" / "skip_norm" / "triton_configs.json"  # measured on the GPU, where committed
 PICKS = HERE / "ops" / "skip_norm" / "triton_picks.json"  # where the plugin runs these kernels (picks())
+RUNS = HERE.parent / "benchmarks" / "triton_aot"  # the measured runs the picks come from (committed_picks())
 
 
 def _module(name: str, path: Path):
@@ -219,6 +220,31 @@ def committed_picks(runs: Path, arch: int = 90) -> dict:
     return {f"sm_{arch}": dict(sorted(table.items()))}
 
 
+def merge_run(run: list[dict], runs: Path) -> list[str]:
+    """A new large-launch run (triton_aot_check.py's triton_aot.json) into the runs committed in `runs`: the
+    rows of each key it measured replace that key's rows in triton_aot.json and, for its 16-bit rows, in
+    triton_aot_io.json (where a key may hold several runs: the new one alone then stands for it); other keys
+    keep theirs. A key whose launch did not match the reference is not merged. Returns the keys merged."""
+    row_key = lambda r: key(r["form"], r["dtype"], r["hidden"])  # noqa: E731
+    done = {row_key(r) for r in run if r.get("aot_us")} - {row_key(r) for r in run if r.get("mismatch")}
+    for name, new in (("triton_aot.json", [r for r in run if row_key(r) in done]),
+                      ("triton_aot_io.json", [r for r in run if row_key(r) in done and "ours_io_us" in r])):
+        path = runs / name
+        old = json.loads(path.read_text()) if path.is_file() else []
+        mine = {k: [r for r in new if row_key(r) == k] for k in dict.fromkeys(map(row_key, new))}
+        out, placed = [], set()
+        for r in old:  # each key's new rows where its first old row was
+            k = row_key(r)
+            if k not in done:
+                out.append(r)
+            elif k in mine and k not in placed:
+                out += mine[k]
+                placed.add(k)
+        out += [r for k, rs in mine.items() if k not in placed for r in rs]
+        _write(path, json.dumps(out, indent=1) + "\n")
+    return sorted(done)
+
+
 DTYPE_IDS = {"float32": 0, "float16": 1, "bfloat16": 2}  # trtp::DType
 
 
@@ -260,7 +286,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="measured configurations (JSON, triton_aot_check.py --autotune; default: %(default)s)")
     p.add_argument("--picks", type=Path, default=PICKS if PICKS.exists() else None,
                    help="where the plugin runs these kernels (JSON, picks(); default: %(default)s)")
+    p.add_argument("--merge-run", type=Path, metavar="JSON",
+                   help="only merge a measured run (triton_aot_check.py's triton_aot.json) into the runs committed "
+                        "in benchmarks/triton_aot and rewrite the picks from them (no Triton needed)")
     a = p.parse_args(argv)
+    if a.merge_run:
+        try:
+            merged = merge_run(json.loads(a.merge_run.read_text()), RUNS)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"triton_aot: cannot merge {a.merge_run}: {e}", file=sys.stderr)
+            return 2
+        _write(PICKS, json.dumps(committed_picks(RUNS), indent=1) + "\n")
+        print(f"triton_aot: {len(merged)} keys merged into {RUNS}; {PICKS} rewritten")
+        return 0
     try:
         import triton  # noqa: F401  (only whether it is there)
     except ImportError:

@@ -191,6 +191,39 @@ def test_the_committed_table_says_which_weights_each_kernel_won_against(tmp_path
     assert bits == [("768", "0", "1"), ("768", "1", "3"), ("1024", "0", "1"), ("2048", "0", "0"), ("4096", "0", "2")]
 
 
+def test_a_new_run_replaces_its_keys_rows_and_the_picks_follow(tmp_path, monkeypatch):
+    """merge_run: a run's keys replace theirs (the io file's several runs of a key become the new one), a key whose
+    launch mismatched keeps its old rows, keys it did not measure are untouched; `--merge-run` rewrites the picks.
+    Merging run 14's committed retune check into the committed runs changes not a byte (it was merged by hand)."""
+    row = lambda h, aot, ours, io=None, mismatch=None, dtype="float16": dict(  # noqa: E731
+        form="rms_norm", dtype=dtype, hidden=h, mismatch=mismatch, aot_us=aot, ours_us=ours,
+        **({} if io is None else {"ours_io_us": io}))
+    (tmp_path / "triton_aot.json").write_text(json.dumps([row(768, 9.0, 10.0, 10.0), row(1024, 10.0, 9.0, 9.0),
+                                                          row(768, 9.0, 10.0, dtype="float32")]))
+    (tmp_path / "triton_aot_io.json").write_text(json.dumps([row(768, 9.0, 10.0, 10.0), row(1024, 10.0, 9.0, 9.0),
+                                                             row(768, 9.5, 10.0, 10.0), row(1024, 10.0, 9.0, 9.0)]))
+    run = [row(1024, 8.0, 9.0, 9.0), row(768, 9.0, 10.0, 10.0, mismatch="max err 1e-1"), row(2048, 8.0, 9.0, 9.0),
+           row(2048, 8.0, 9.0, dtype="float32")]
+    assert triton_aot.merge_run(run, tmp_path) == ["rms_norm/float16/1024", "rms_norm/float16/2048", "rms_norm/float32/2048"]
+    big, io = (json.loads((tmp_path / n).read_text()) for n in ("triton_aot.json", "triton_aot_io.json"))
+    assert big == [row(768, 9.0, 10.0, 10.0), run[0], row(768, 9.0, 10.0, dtype="float32"), run[2], run[3]]
+    assert io == [row(768, 9.0, 10.0, 10.0), run[0], row(768, 9.5, 10.0, 10.0), run[2]]
+    monkeypatch.setattr(triton_aot, "RUNS", tmp_path)
+    monkeypatch.setattr(triton_aot, "PICKS", tmp_path / "picks.json")
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    assert triton_aot.main(["--merge-run", str(tmp_path / "run.json")]) == 0
+    assert set(json.loads((tmp_path / "picks.json").read_text())["sm_90"]) == {
+        "rms_norm/float16/768", "rms_norm/float16/1024", "rms_norm/float16/2048", "rms_norm/float32/768",
+        "rms_norm/float32/2048"}
+    assert triton_aot.main(["--merge-run", str(tmp_path / "missing.json")]) == 2  # a bad path: one line, no trace
+    committed = ROOT / "benchmarks" / "triton_aot"
+    for name in ("triton_aot.json", "triton_aot_io.json"):
+        (tmp_path / name).write_bytes((committed / name).read_bytes())
+    triton_aot.merge_run(json.loads((committed / "h100_v14_retune_check.json").read_text()), tmp_path)
+    for name in ("triton_aot.json", "triton_aot_io.json"):
+        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes()
+
+
 def test_small_picks_win_at_every_row_count():
     row = lambda h, n, aot, ours: dict(form="layer_norm", dtype="float16", hidden=h, rows=n, aot_us=aot, ours_us=ours)  # noqa: E731
     rows = [row(768, 1, 1.6, 2.0), row(768, 64, 1.8, 2.2),    # both faster: picked (the slower of the two kept)

@@ -67,8 +67,8 @@
 #            rows, every form, dtype and hidden size: $OUT/triton_aot_small.json, to commit beside the benchmarks
 #            with triton_picks.json merged with $OUT/triton_picks_small.json; then 8 points beside the compile
 #   retune   Triton configurations tuned again at 96 MiB (the compile's size; RETUNE_FORMS, RETUNE_DTYPES,
-#            RETUNE_HIDDENS), rebuilt and timed beside ours: $OUT/triton_configs.json and the check, to commit
-#            if the picks move
+#            RETUNE_HIDDENS), rebuilt and timed beside ours: $OUT/triton_configs.json to commit, and the check,
+#            $OUT/triton_aot.json, to merge (python3 plugin_src/triton_aot.py --merge-run it: the picks follow)
 #   biasact  bias+GELU and bias+ReLU6 at the large points beside the max-autotune compile (16-bit; DTYPES=fp32)
 #   smallbench the small launches (1-64 rows) of the four norms through the AOT library with its picks,
 #            every dtype, beside the max-autotune compile: issue 34's small-launch table
