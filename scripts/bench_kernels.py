@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from bench_points import GN_GROUPS, GN_OPS, GN_SHAPES, HIDDENS, HOIST, KNAME, LOOP, NORM_OPS, ODD, OPS
+from bench_report import kept_sections, plot, shape_of, targets, write_report
 
 try:  # what a run needs; --help works without it
     import torch
@@ -48,7 +49,6 @@ try:  # what a run needs; --help works without it
     from trtplugins import kernels
     from trtplugins.ops import group_norm, skip_norm
     from bench_ops import DTYPES, _liger, make_group_norm, make_op, op_points, points, with_sum
-    from bench_report import old_history, plot, shape_of, targets, write_report
     from bench_timing import checked, compiled, copy_time, graph_time
 except ImportError as e:
     MISSING = e
@@ -216,10 +216,10 @@ def main():
                     help="time only the selected points and replace them in this results.json (the rest is kept)")
     ap.add_argument("--report-only", type=Path, default=None, metavar="RESULTS_JSON",
                     help="rewrite RESULTS.md and bandwidth.png from a results.json, timing nothing")
-    ap.add_argument("--history", type=Path, default=None, help="markdown whose '## History' section is kept "
-                    "(default: the existing OUT/RESULTS.md, else benchmarks/RESULTS.md)")
+    ap.add_argument("--history", type=Path, default=None, help="a RESULTS.md whose sections past the generated "
+                    "tables (the per-op runs, History, ...) the report keeps (default: OUT/RESULTS.md's, where it exists)")
     args = ap.parse_args()
-    if MISSING is not None:
+    if MISSING is not None and not args.report_only:
         sys.exit(f"error: the benchmark needs torch with CUDA and the kernel library: {MISSING}")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.sweep:
@@ -228,9 +228,7 @@ def main():
         if wrong:
             sys.exit(f"{len(wrong)} variants differ from the eager chain (not timed): " + "; ".join(wrong))
         return
-    hist_src = args.history or (args.out / "RESULTS.md" if (args.out / "RESULTS.md").is_file()
-                                else Path(__file__).resolve().parents[1] / "benchmarks" / "RESULTS.md")
-    history = old_history(hist_src)
+    history = kept_sections(args.history or args.out / "RESULTS.md")
     if args.report_only:
         data = json.loads(args.report_only.read_text())
     else:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import statistics
+import sys
 from pathlib import Path
 
 from bench_points import GATED_OPS, HIDDENS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def shape_of(r):
@@ -54,8 +58,11 @@ def write_report(data, out: Path, history: str):
     for r in small:
         L.append(f"| {r['op']} | {r['dtype']} | {r['rows']}x{r['hidden']} | {fmt_us(r['ours'])} | {fmt_us(r['eager'])} | "
                  f"{fmt_us(r['compile'])} | {fmt_us(r['liger'])} | {ratio(r['compile'], r['ours'])} |")
-    L += ["", history.strip() if history else "## History\n\n(none yet)", ""]
-    (out / "RESULTS.md").write_text("\n".join(L))
+    L += ["", history.strip()] if history else []
+    sys.path.insert(0, str(ROOT))
+    from trtplugins.paths import write_file
+
+    write_file(out / "RESULTS.md", "\n".join(L) + "\n")  # beside, then renamed
 
 
 def targets(big, small):
@@ -124,11 +131,17 @@ def plot(data, out: Path):
     fig.savefig(out / "bandwidth.png", dpi=80)
 
 
-def old_history(path: Path) -> str:
-    if not path.is_file():
+GENERATED = ("## Targets", "## Large points", "## Small launches")  # the sections write_report() writes
+
+
+def kept_sections(path: Path | None) -> str:
+    """What a report keeps of the RESULTS.md at `path`: every section from the first that write_report() does
+    not write (the per-op runs, History, the targets' limits), as it stands."""
+    if path is None or not path.is_file():
         return ""
     text = path.read_text()
-    i = text.find("## History")
-    return text[i:] if i >= 0 else ""
+    heads = [m.start() for m in re.finditer(r"^## .*$", text, re.M)]
+    kept = [i for i in heads if not text.startswith(GENERATED, i)]
+    return text[kept[0]:] if kept else ""
 
 
