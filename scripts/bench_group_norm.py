@@ -52,7 +52,7 @@ PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "re
 def shapes(quick: bool):
     if quick:
         return [(s, "quick") for s in QUICK]
-    out = [((b, c, h, h), "sd15") for b in (1, 2, 8) for c, h in SD15]
+    out = [((b, c, h, h), "sd15") for b in (1, 2, 4, 8) for c, h in SD15]
     out += [((b, c, h, h), "sdxl") for b in (1, 2) for c, h in SDXL]
     return out + [((1, c, h, h), "vae") for c, h in VAE]
 
@@ -252,7 +252,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("build/bench_group_norm"))
     ap.add_argument("--plot", type=Path, metavar="JSON", help="draw JSON's plot beside it (NAME.png), timing nothing")
-    ap.add_argument("--quick", action="store_true", help="9 shapes (SD batch 2 and 8, SD-XL, VAE) instead of 37")
+    ap.add_argument("--quick", action="store_true", help="9 shapes (SD batch 2 and 8, SD-XL, VAE) instead of 45")
     ap.add_argument("--dtypes", nargs="+", default=["fp16", "bf16"], choices=["fp32", "fp16", "bf16"])
     ap.add_argument("--compile-at", nargs="*", type=int, default=[], metavar="N C H W",
                     help="shapes (4 numbers each) where max-autotune torch.compile runs (FP16 only; 5-30 s each)")

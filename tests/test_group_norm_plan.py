@@ -232,9 +232,9 @@ def test_channels_last_picks_where_measured_faster(dtype):
 
 def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     """H100 run 3: fused resident beat split on 1-2 samples for GroupNorm from 5 MB; run 13: GroupNorm+SiLU
-    too, in 16-bit (FP32 from 32 MB, as run 3 measured); run 7: whole groups per CTA beat it on 1-8 samples
-    where groups are 32 KB or less; the split design everywhere else (more samples, a skip, larger groups of
-    smaller tensors)."""
+    too, in 16-bit (FP32 from 32 MB, as run 3 measured); runs 13-15: on 8 samples, 16-bit, where groups are
+    64-128 KB up to 32 MB (8x320x64x64); run 7: whole groups per CTA beat it on 1-8 samples where groups are
+    32 KB or less; the split design everywhere else (a skip, other groups of more samples, smaller tensors)."""
     rf = group_norm.resident_first
     assert rf(2, 320, 4096, 32, "float16") and rf(1, 640, 4096, 32, "bfloat16") and rf(1, 128, 1 << 20, 32, "float16")
     assert rf(1, 320, 4096, 32, "float32")  # 5.2 MB in FP32
@@ -243,7 +243,14 @@ def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     assert not rf(1, 320, 4096, 32, "float16", activation="silu")  # 2.6 MB
     assert not rf(2, 320, 4096, 32, "float32", activation="silu")  # 10.5 MB in FP32
     assert rf(1, 256, 65536, 32, "float16", activation="silu") and rf(1, 256, 65536, 32, "float32", activation="silu")
-    assert not rf(8, 320, 4096, 32, "float16") and not rf(2, 320, 4096, 32, "float16", "full")
+    assert not rf(2, 320, 4096, 32, "float16", "full") and not rf(8, 320, 4096, 32, "float16", "full")
+    # runs 13-15, 3-8 samples, 16-bit: 64-128 KB groups up to 32 MB (8x320x64x64: 80 KB, 21 MB; 4 samples: 10.5 MB)
+    assert rf(8, 320, 4096, 32, "float16") and rf(8, 320, 4096, 32, "bfloat16", activation="silu")
+    assert rf(4, 320, 4096, 32, "float16") and rf(3, 320, 4096, 32, "bfloat16")
+    assert not rf(8, 640, 1024, 32, "float16") and not rf(8, 960, 1024, 32, "float16")  # 40 KB, 60 KB
+    assert not rf(8, 640, 4096, 32, "float16") and not rf(4, 640, 4096, 32, "bfloat16")  # 160 KB
+    assert rf(8, 448, 4096, 32, "float16") and not rf(8, 640, 4096, 64, "float16")  # 80 KB groups, but 42 MB
+    assert not rf(16, 320, 4096, 32, "float16") and not rf(8, 320, 4096, 32, "float32")  # not measured
     assert not rf(2, 320, 4096, 7, "float16") and not rf(0, 320, 4096, 32, "float16")  # no such shape
     # H100 run 7: whole groups per CTA where a group is 32 KB or less (1-8 samples, no skip), any size
     assert rf(2, 1280, 64, 32, "float16") and rf(1, 1280, 256, 32, "bfloat16", activation="silu")

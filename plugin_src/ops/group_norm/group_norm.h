@@ -10,8 +10,8 @@
 //   resident (either layout; resident.cu, resident*.cuh): each CTA owns a contiguous range of the
 //     tensor and keeps what fits of it in shared memory; one cooperative launch with a grid-wide
 //     barrier between the statistics and the normalization, or two launches.
-// The plugin picks per shape (measured: RESULTS.md, GroupNorm): channels-first the split design,
-// channels-last the resident one.
+// The plugin picks per shape (measured: RESULTS.md, GroupNorm): channels-first the resident design where
+// groupNormResidentFirst, else the split one; channels-last the resident one.
 #pragma once
 #include <cuda_runtime_api.h>
 #include <cstddef>

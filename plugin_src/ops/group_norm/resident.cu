@@ -341,16 +341,20 @@ GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& 
 
 // Fused resident against split, channels-first, 1-2 samples, FP16 and BF16: GroupNorm from 5 MB 1.03-1.27x
 // (every such point; H100 run 3, benchmarks/group_norm/h100_v3.json), GroupNorm+SiLU from 5 MB 1.07-1.23x
-// (every such point; run 13, h100_v13.json); on 8 samples 0.79-1.16x, below 5 MB 0.56-1.0x: the split design
-// there. GroupNorm+SiLU in FP32, not measured against the split design since the SiLU's run-10 form: from
-// 32 MB, as run 3 found.
+// (every such point; run 13, h100_v13.json); below 5 MB 0.56-1.0x: the split design there. On 8 samples,
+// 16-bit, runs 13-15 (h100_v13-15.json), GroupNorm / +SiLU: 1.11-1.23x at 8x320x64x64 (80 KB groups, 21 MB:
+// every run, op and dtype), 0.93-1.04x with 40-60 KB groups (8x640x32x32, 8x960x32x32), 0.94-0.99x at
+// 8x640x64x64 (160 KB, 42 MB): the resident design for 3-8 samples of 64-128 KB groups up to 32 MB. GroupNorm+SiLU
+// in FP32, not measured against the split design since the SiLU's run-10 form: from 32 MB, as run 3 found.
 bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
     if (act != GroupNormAct::kNone && act != GroupNormAct::kSilu) return false;
     if (groupNormWholeSegmentsFirst(dt, s)) return true;
-    const bool fromFive = act == GroupNormAct::kNone || elemBytes(dt) == 2;
-    const int64_t minBytes = fromFive ? int64_t(5) << 20 : int64_t(32) << 20;
-    return s.n >= 1 && s.n <= 2 && s.channels * s.spatial * s.n >= minBytes / elemBytes(dt);
+    const int64_t eb = elemBytes(dt), elems = s.n * s.channels * s.spatial, group = s.channels / s.groups * s.spatial;
+    if (eb == 2 && s.n >= 3 && s.n <= 8)
+        return group >= 32 * 1024 && group < 64 * 1024 && elems <= int64_t(16) << 20; // 64-128 KB, 32 MB
+    const bool fromFive = act == GroupNormAct::kNone || eb == 2;
+    return s.n >= 1 && s.n <= 2 && elems >= (fromFive ? int64_t(5) << 20 : int64_t(32) << 20) / eb;
 }
 
 // H100 run 7, whole groups per CTA against the split design, channels-first, FP16/BF16, GroupNorm / +SiLU
