@@ -217,7 +217,8 @@ def main():
     ap.add_argument("--report-only", type=Path, default=None, metavar="RESULTS_JSON",
                     help="rewrite RESULTS.md and bandwidth.png from a results.json, timing nothing")
     ap.add_argument("--history", type=Path, default=None, help="a RESULTS.md whose sections past the generated "
-                    "tables (the per-op runs, History, ...) the report keeps (default: OUT/RESULTS.md's, where it exists)")
+                    "tables (the per-op runs, History, ...) the report keeps (default: OUT/RESULTS.md's, "
+                    "where it exists)")
     args = ap.parse_args()
     if MISSING is not None and not args.report_only:
         sys.exit(f"error: the benchmark needs torch with CUDA and the kernel library: {MISSING}")

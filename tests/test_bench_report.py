@@ -23,7 +23,8 @@ def test_sections_past_the_tables_are_kept_and_a_new_run_has_none(tmp_path):
     old.write_text("# Kernel benchmark\n\n## Targets\n\n- x\n\n## Large points (x >= 96 MiB)\n\n| a |\n\n"
                    "## Small launches (device time in graphs)\n\n| b |\n\n## GroupNorm beside every peer\n\nrun 1\n\n"
                    "## Small launches, run 2\n\ntext\n\n## History\n\nv1\n")
-    assert kept_sections(old) == "## GroupNorm beside every peer\n\nrun 1\n\n## Small launches, run 2\n\ntext\n\n## History\n\nv1\n"
+    assert kept_sections(old) == ("## GroupNorm beside every peer\n\nrun 1\n\n## Small launches, run 2\n\ntext\n\n"
+                                  "## History\n\nv1\n")
     assert kept_sections(tmp_path / "missing.md") == "" and kept_sections(None) == ""
     data = json.loads((ROOT / "benchmarks" / "norms" / "h100_v15_small.json").read_text())
     write_report(data, tmp_path, kept_sections(tmp_path / "RESULTS.md"))  # a fresh run directory

@@ -204,7 +204,8 @@ def test_a_new_run_replaces_its_keys_rows_and_the_picks_follow(tmp_path, monkeyp
                                                              row(768, 9.5, 10.0, 10.0), row(1024, 10.0, 9.0, 9.0)]))
     run = [row(1024, 8.0, 9.0, 9.0), row(768, 9.0, 10.0, 10.0, mismatch="max err 1e-1"), row(2048, 8.0, 9.0, 9.0),
            row(2048, 8.0, 9.0, dtype="float32")]
-    assert triton_aot.merge_run(run, tmp_path) == ["rms_norm/float16/1024", "rms_norm/float16/2048", "rms_norm/float32/2048"]
+    merged = triton_aot.merge_run(run, tmp_path)
+    assert merged == ["rms_norm/float16/1024", "rms_norm/float16/2048", "rms_norm/float32/2048"]
     big, io = (json.loads((tmp_path / n).read_text()) for n in ("triton_aot.json", "triton_aot_io.json"))
     assert big == [row(768, 9.0, 10.0, 10.0), run[0], row(768, 9.0, 10.0, dtype="float32"), run[2], run[3]]
     assert io == [row(768, 9.0, 10.0, 10.0), run[0], row(768, 9.5, 10.0, 10.0), run[2]]
