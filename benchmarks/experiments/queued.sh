@@ -5,7 +5,8 @@
 # Steps (next: gn (the channels-first rule for 3-8 samples made after run 15, batch 4 added), retune with
 # RETUNE_DTYPES=float32 RETUNE_HIDDENS="768 1024 2048 3072 4096 5120 8192 12288 16384"
 # (FP32 LayerNorm and RMSNorm), retune with RETUNE_FORMS=skip_layer_norm, the same hiddens and every dtype, then
-# norms for the dtypes whose picks moved, biasncu, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
+# norms for the dtypes whose picks moved, biasncu, normncu (the misses left),
+# `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 15 (2026-12-07, fifteenth session) ran gn, norms (fp16, bf16, fp32), smallbench, biasact (16-bit), the GPU
 # tests, the four sanitizers and four of gnbig's profiles; run 14 (2026-12-07, fourteenth
 # session) ran gn and retune; run 13 (2026-12-07, thirteenth session) ran cpp,
@@ -36,6 +37,7 @@
 #            host time per module call both ways beside torch's modules, the UNet bisect with them
 #            (then `BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`: the whole-model table with eager+cpp+fuse)
 #   biasncu  ncu of ours and the compiled kernel at the 11 bias+activation points below 0.98x compile (run 10)
+#   normncu  the same at run 15's five worst norm points (POINTS to name others), through the AOT library
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
@@ -118,6 +120,12 @@ torch_check() {
     > "$OUT/overhead.log" 2>&1; grep "^|" "$OUT/overhead.log"
   PYTHONPATH=$PWD:$PYTHONPATH timeout 180 python3 benchmarks/experiments/bisect_fused_unet.py > "$OUT/unet_bisect.log" 2>&1
   tail -11 "$OUT/unet_bisect.log"
+}
+# ncu of ours and the max-autotune compile at each POINT (op:dtype:ROWSxHIDDEN), side by side, into $OUT/NAME
+beside_compile() { # NAME POINT...
+  local name=$1; shift
+  timeout 540 python3 scripts/profile_kernels.py --points $(for p in "$@"; do echo "$p $p:compile"; done) \
+    --out "$OUT/$name" > "$OUT/$name.log" 2>&1; tail -30 "$OUT/$name.log"
 }
 aot_check="python3 benchmarks/experiments/triton_aot_check.py --no-compile"
 gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
@@ -234,11 +242,13 @@ case ${1:-} in
            --dtypes ${DTYPES:-fp16} --odd --no-small --out "$OUT/norms" > "$OUT/norms.log" 2>&1; tail -6 "$OUT/norms.log" ;;
   biasncu) gpu_library # issue 34's bias+activation misses (run 10: 0.965-0.979x compile, ours 97-99% of copy): ours
            # and the compiled kernel under ncu at each, side by side
-           pts="bias_relu6:fp16:24576x2048 bias_relu6:fp16:12288x4096 bias_relu6:fp16:9984x5120 bias_gelu:fp32:32768x768
-                bias_gelu:fp32:8192x3072 bias_gelu:fp32:6144x4096 bias_gelu:fp32:3072x8192 bias_gelu:fp32:2048x12288
-                bias_gelu:fp32:1536x16384 bias_relu6:bf16:6144x8192 bias_relu6:fp32:5120x5120"
-           timeout 540 python3 scripts/profile_kernels.py --points $(for p in $pts; do echo "$p $p:compile"; done) \
-             --out "$OUT/biasncu" > "$OUT/biasncu.log" 2>&1; tail -30 "$OUT/biasncu.log" ;;
+           beside_compile biasncu bias_relu6:fp16:24576x2048 bias_relu6:fp16:12288x4096 bias_relu6:fp16:9984x5120 \
+             bias_gelu:fp32:32768x768 bias_gelu:fp32:8192x3072 bias_gelu:fp32:6144x4096 bias_gelu:fp32:3072x8192 \
+             bias_gelu:fp32:2048x12288 bias_gelu:fp32:1536x16384 bias_relu6:bf16:6144x8192 bias_relu6:fp32:5120x5120 ;;
+  normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
+           # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
+           beside_compile normncu ${POINTS:-skip_layer_norm:fp16:3072x16384 skip_layer_norm:fp32:1536x16384 \
+             skip_layer_norm:fp32:3072x8192 skip_layer_norm:bf16:24576x2048 layer_norm:fp16:49152x1024} ;;
   aotfull) SETUP_ONLY=1 bash $batch; aot_library; skip_norm_tests # SETUP_ONLY: the wheels (Liger for the small table)
            for i in 1 2 3; do timeout 80 $aot_check --dtypes float32 float16 bfloat16 --out "$OUT/large$i" > "$OUT/large$i.log" 2>&1; done
            timeout 150 $aot_check --dtypes float32 float16 bfloat16 --rows 1 64 --out "$OUT/small" > "$OUT/small.log" 2>&1
