@@ -376,7 +376,8 @@ bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
 // from 10 MB 0.84-0.95x. None (grid 0) elsewhere and in FP32 (not measured).
 namespace {
 GroupNormResidentPlan channelsLastPick(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev) {
-    if (s.layout != GroupNormLayout::kChannelsLast || s.skip != GroupNormSkip::kNone || elemBytes(dt) != 2 || dev.sms < 1)
+    if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsLast || s.skip != GroupNormSkip::kNone || elemBytes(dt) != 2 ||
+        dev.sms < 1)
         return {};
     const int64_t w = windowsFor(dt, s, aligned);
     if (w < 2) return {};
