@@ -4,7 +4,8 @@ plugin runs them (channels-first: the split design, or the resident one where th
 channels-last: the resident design), the channels-last one forced to its two launches, each design
 forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) or
 (channels-last) into channel windows, whole segments per CTA (groups; channels-last a sample's window of
-whole groups: no grid-wide barrier), eager F.group_norm on channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
+whole groups: no grid-wide barrier), channels-first each group one thread-block cluster of 2, 4 or 8 CTAs,
+eager F.group_norm on channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
 norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
 harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
 and a device copy of the same bytes. 32 groups; SD 1.5/2.x UNet shapes (C 320..2560, 64x64..8x8
@@ -38,6 +39,7 @@ if __name__ == "__main__" and "--help" not in sys.argv and "-h" not in sys.argv:
     from trtplugins.ops import group_norm  # noqa: E402
 
 GROUPS, EPS = 32, 1e-5
+CLUSTERS = (2, 4, 8)  # channels-first cluster plans timed: CTAs per group
 SD15 = [(320, 64), (640, 32), (1280, 16), (1280, 8), (2560, 8), (1920, 16), (960, 32), (640, 64)]
 SDXL = [(320, 128), (640, 64), (1280, 32)]
 VAE = [(512, 64), (512, 128), (512, 256), (256, 256), (256, 512), (128, 512), (128, 1024)]
@@ -45,7 +47,7 @@ QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8),
          (2, 320, 128, 128), (1, 512, 128, 128), (1, 256, 256, 256), (1, 128, 512, 512)]
 PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2",
          "resident_cf_2g", "resident_cf_4g", "resident_cl_2g", "resident_cl_4g", "resident_cf_whole",
-         "resident_cl_whole", "resident_cl_windows", "resident_cl_all",
+         "resident_cl_whole", "resident_cl_windows", "resident_cl_all", *(f"resident_cf_c{k}" for k in CLUSTERS),
          "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
 
 
@@ -139,6 +141,11 @@ def point(shape, dt, silu, lig, oss, compile_it):
         plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, whole_segments=True)
         if plan[0] and rec["mb"] <= 8:
             forced(f"resident_{tag}_whole", v, out, plan)
+        if layout == "channels_first":  # each group one thread-block cluster of k CTAs (a cluster barrier)
+            for k in CLUSTERS:
+                plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, cluster=k)
+                if plan[0]:
+                    forced(f"resident_cf_c{k}", v, out, plan)
         if layout == "channels_last":  # the fused plan with each range's channels cut into windows, and over all
             for key, windows in (("resident_cl_windows", 0), ("resident_cl_all", -1)):  # of them (the pick's other)
                 plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, windows=windows)
@@ -170,18 +177,18 @@ def point(shape, dt, silu, lig, oss, compile_it):
 
 
 def more_ctas(plan, k, n, c, spatial, layout, elem, sms):
-    """A fused resident plan (grid, per, resident, fused, narrow) cut into k times as many CTAs, or None
-    (not fused, more CTAs than SMs, or no such cut: channels-last ranges stay inside a sample,
-    channels-first ranges hold whole 16-byte packs)."""
-    grid, per, resident, fused, narrow = plan
-    if not fused or per < k:
+    """A fused resident plan (grid, per, resident, fused, narrow, cluster) cut into k times as many CTAs, or
+    None (not fused, in clusters, more CTAs than SMs, or no such cut: channels-last ranges stay inside a
+    sample, channels-first ranges hold whole 16-byte packs)."""
+    grid, per, resident, fused, narrow, cluster = plan
+    if not fused or cluster or per < k:
         return None
     cl = layout == "channels_last"
     units, align = (n * spatial, 1) if cl else (n * c * spatial, 16 // elem)
     cut = per // k // align * align
     if cut < 1 or (cl and spatial % cut and cut % spatial) or grid * k > sms:
         return None
-    return (-(-units // cut), cut, cut if resident >= per else min(resident, cut), True, narrow)
+    return (-(-units // cut), cut, cut if resident >= per else min(resident, cut), True, narrow, 0)
 
 
 def pct(r, k):
@@ -196,8 +203,9 @@ def table(rows):
     head = ("| op | dtype | shape | MB | ours cf us | ours cl us | % copy cf / cl / cl two launches / resident cf / split cf / "
             "resident cf, cl at 2 CTAs per SM | eager cf / cl | "
             "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) | % copy resident cf / cl at 2x, 4x CTAs | "
-            "% copy whole segments per CTA cf / cl | % copy cl fused in channel windows / over all channels |")
-    lines = [head, "|" + "---|" * 17]
+            "% copy whole segments per CTA cf / cl | % copy cl fused in channel windows / over all channels | "
+            f"% copy cf, each group a cluster of {' / '.join(map(str, CLUSTERS))} CTAs |")
+    lines = [head, "|" + "---|" * 18]
     for r in rows:
         us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
         cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}", us("ours_cf"), us("ours_cl"),
@@ -208,7 +216,8 @@ def table(rows):
                  ratio(r, "eager_cf", "ours_cf"), ratio(r, "trtoss_cl", "ours_cl"),
                  f"{pct(r, 'resident_cf_2g')}, {pct(r, 'resident_cf_4g')} / {pct(r, 'resident_cl_2g')}, {pct(r, 'resident_cl_4g')}",
                  f"{pct(r, 'resident_cf_whole')} / {pct(r, 'resident_cl_whole')}",
-                 f"{pct(r, 'resident_cl_windows')} / {pct(r, 'resident_cl_all')}"]
+                 f"{pct(r, 'resident_cl_windows')} / {pct(r, 'resident_cl_all')}",
+                 " / ".join(pct(r, f"resident_cf_c{k}") for k in CLUSTERS)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

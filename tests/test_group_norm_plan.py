@@ -117,13 +117,13 @@ def test_channels_last_ranges_stay_inside_a_sample(dtype, shape, described):
     and the two launches)."""
     n, c, spatial = shape[0], shape[1], math.prod(shape[2:])
     dev = RESIDENT_H200 if described else None
-    grid, per, resident, fused, narrow = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last",
-                                                                  configured=False, device=dev)
+    plan = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last", configured=False, device=dev)
+    grid, per, resident, fused, narrow, cluster = plan
     if not group_norm.channels_last_ok(dtype, c):  # FP32 2560 channels: 640 packs a pixel, past 512 threads
         assert (grid, per) == (0, 0)
         return
     assert grid == math.ceil(n * spatial / per) and 0 <= resident <= per and fused == described and not narrow
-    assert grid <= (132 if described else 528)
+    assert cluster == 0 and grid <= (132 if described else 528)
     if n > 1 and per < spatial:
         assert spatial % per == 0, (shape, per)  # every range inside one sample
     # channels-first is left as it was: ranges of elements across groups
@@ -134,7 +134,7 @@ def test_channels_last_ranges_stay_inside_a_sample(dtype, shape, described):
 def test_the_plan_is_a_pure_function_of_the_described_gpu():
     a = group_norm.resident_plan(2, 320, 4096, 32, "float16", "none", "channels_last", configured=False,
                                  device=RESIDENT_H200)
-    assert a == (128, 64, 64, True, False)  # 64 of a sample's 4096 pixels per CTA, all of them on chip
+    assert a == (128, 64, 64, True, False, 0)  # 64 of a sample's 4096 pixels per CTA, all of them on chip
     small = group_norm.resident_plan(2, 320, 4096, 32, "float16", "none", "channels_last", configured=False,
                                      device=dict(sms=84, smem_per_block=101376 - 1024))
     assert small[3] and small[1] == 128 and small[0] == 64  # 98 pixels per CTA would straddle: 128 divide 4096
@@ -154,10 +154,9 @@ def test_whole_segment_plans_hold_whole_groups(dtype, shape, skip, want):
     """Whole-segment plans (one launch, a CTA barrier, no cooperative launch): each CTA's range whole
     groups channels-first (whole samples channels-last), as many units on chip as its shared memory holds."""
     n, c, spatial = shape
-    grid, per, resident, fused, narrow = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_first",
-                                                                  configured=False, device=RESIDENT_H200,
-                                                                  whole_segments=True)
-    assert (grid, per, resident) == want and fused and not narrow
+    grid, per, resident, fused, narrow, cluster = group_norm.resident_plan(
+        n, c, spatial, 32, dtype, skip, "channels_first", configured=False, device=RESIDENT_H200, whole_segments=True)
+    assert (grid, per, resident) == want and fused and not narrow and not cluster
     assert per % (c // 32 * spatial) == 0 and grid == math.ceil(n * c * spatial / per)
     cl = group_norm.resident_plan(2, 320, 4096, 32, dtype, skip, "channels_last", configured=False,
                                   device=RESIDENT_H200, whole_segments=True)
@@ -166,6 +165,33 @@ def test_whole_segment_plans_hold_whole_groups(dtype, shape, skip, want):
     none = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_first", configured=False,
                                     whole_segments=True)  # no device described: no such plan
     assert none[0] == 0
+
+
+@pytest.mark.parametrize("dtype, shape, skip, ctas, want", [
+    ("float16", (2, 320, 4096), "none", 2, (128, 20480, 20480)),  # SD batch 2: 64 groups of 80 KB, 40 KB a CTA
+    ("float16", (1, 256, 65536), "none", 8, (256, 65536, 65536)),  # VAE 256x256: 1 MB groups, 128 KB a CTA
+    ("float16", (1, 128, 262144), "none", 8, (256, 131072, 115664)),  # VAE 512x512: 256 KB a CTA, 226 KB staged
+    ("float32", (2, 320, 4096), "full", 4, (256, 10240, 10240)),  # x and skip: 80 KB a CTA
+    ("float16", (3, 96, 49), "per_channel", 3, (288, 49, 49)),  # odd: single elements, any cluster size
+    ("float16", (2, 320, 4096), "none", 3, (0, 0, 0)),  # 40960 is not 3 x 16-byte packs
+    ("float16", (8, 320, 4096), "none", 4, (0, 0, 0)),  # 1024 CTAs: past the workspace's 528
+    ("float16", (2, 320, 4096), "none", 16, (0, 0, 0)),  # past the portable 8
+    ("float16", (2, 320, 4096), "none", 1, (0, 0, 0)),  # one CTA a group: the whole-segment plan
+])
+def test_cluster_plans_cut_each_group_into_one_cluster(dtype, shape, skip, ctas, want):
+    """Cluster plans (one launch, a cluster barrier): each channels-first group exactly `ctas` ranges, the
+    CTAs of one thread-block cluster, as much of each on chip as a CTA's shared memory holds; none
+    channels-last or without a described device."""
+    n, c, spatial = shape
+    plan = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_first", configured=False,
+                                    device=RESIDENT_H200, cluster=ctas)
+    assert plan[:3] == want
+    if want[0]:
+        assert plan[3:] == (True, False, ctas) and plan[1] * ctas == c // 32 * spatial
+    for layout, device in (("channels_last", RESIDENT_H200), ("channels_first", None)):
+        none = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, layout, configured=False, device=device,
+                                        cluster=ctas)
+        assert none[0] == 0, layout
 
 
 @pytest.mark.parametrize("shape, cs, dtype, want", [
@@ -192,10 +218,10 @@ def test_fused_channels_last_plans_with_channel_windows():
     GPU's CTAs, each range on chip where it fits; windows that are no whole groups of whole packs: none."""
     plan = functools.partial(group_norm.resident_plan, groups=32, dtype="float16", skip_mode="none",
                              layout="channels_last", configured=False, device=RESIDENT_H200)
-    assert plan(2, 320, 4096, windows=0) == (128, 512, 512, True, False)  # 8 windows of 40 channels x 16 ranges
+    assert plan(2, 320, 4096, windows=0) == (128, 512, 512, True, False, 0)  # 8 windows of 40 channels x 16 ranges
     assert plan(2, 320, 4096, windows=8) == plan(2, 320, 4096, windows=0)
-    assert plan(2, 320, 4096, windows=3) == plan(2, 320, 4096) == (128, 64, 64, True, False)  # 3: no windows
-    assert plan(2, 1280, 64, windows=0) == (32, 128, 128, True, False)  # 16 KB a CTA: one range per window
+    assert plan(2, 320, 4096, windows=3) == plan(2, 320, 4096) == (128, 64, 64, True, False, 0)  # 3: no windows
+    assert plan(2, 1280, 64, windows=0) == (32, 128, 128, True, False, 0)  # 16 KB a CTA: one range per window
     big = plan(1, 128, 1 << 18, windows=0)  # 4 windows of 32 channels (64 bytes a pixel at least)
     assert big[0] == 132 and big[1] * 33 >= 1 << 18 and 0 < big[2] < big[1]
 
@@ -269,9 +295,9 @@ def test_plans_for_two_ctas_per_sm(dtype):
         n, c, spatial = shape
         one = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last", configured=False,
                                        device=RESIDENT_H200)
-        grid, per, resident, fused, narrow = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_last",
-                                                                      **two)
-        assert fused and narrow == (dtype != "float32"), (shape, narrow)
+        grid, per, resident, fused, narrow, cluster = group_norm.resident_plan(n, c, spatial, 32, dtype, "none",
+                                                                               "channels_last", **two)
+        assert fused and not cluster and narrow == (dtype != "float32"), (shape, narrow)
         assert grid <= 264 and grid == math.ceil(n * spatial / per) and 0 < resident <= per
         assert grid >= one[0] and spatial % per == 0, (shape, grid, per, one)
         cf = group_norm.resident_plan(n, c, spatial, 32, dtype, "none", "channels_first", **two)

@@ -125,7 +125,13 @@ trtp::GroupNormShape residentShape(int layout, long long channel_stride, long lo
     return s;
 }
 void putPlan(const trtp::GroupNormResidentPlan& p, long long* out) {
-    if (out) out[0] = p.grid, out[1] = p.per, out[2] = p.resident, out[3] = p.fused, out[4] = p.narrow;
+    if (out) out[0] = p.grid, out[1] = p.per, out[2] = p.resident, out[3] = p.fused, out[4] = p.narrow, out[5] = p.cluster;
+}
+trtp::GroupNormResidentPlan getPlan(const long long* v) {
+    trtp::GroupNormResidentPlan p;
+    p.grid = int32_t(v[0]), p.per = v[1], p.resident = v[2], p.fused = v[3] != 0, p.narrow = v[4] != 0;
+    p.cluster = int32_t(v[5]);
+    return p;
 }
 } // namespace
 
@@ -138,10 +144,7 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
                                           channels, spatial, groups, epsilon, act);
     a.layout = trtp::GroupNormLayout(layout), a.channelStride = channel_stride;
     trtp::groupNormResidentDevice(); // what a configure does first: the kernels' shared memory limit on this GPU
-    if (plan) {
-        a.resident.grid = int(plan[0]), a.resident.per = plan[1], a.resident.resident = plan[2];
-        a.resident.fused = plan[3] != 0, a.resident.narrow = plan[4] != 0;
-    }
+    if (plan) a.resident = getPlan(plan);
     else a.resident = trtp::groupNormResidentConfigure(trtp::DType(dtype), residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode), true);
     trtp::GroupNormResidentPlan done;
     const cudaError_t e = trtp::launchGroupNormResident(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream), &done);
@@ -152,14 +155,15 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
                                             long long sms, long long smem_per_block, long long ctas_per_sm,
-                                            long long windows, int whole_segments, long long* plan) {
+                                            long long windows, int whole_segments, long long cluster, long long* plan) {
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
     const auto dt = trtp::DType(dtype);
     trtp::GroupNormResidentDevice dev; // this GPU (configured 1), or described (sms 0: two launches)
     if (configured == 1) dev = trtp::groupNormResidentDevice();
     else dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
     dev.ctasPerSm = int32_t(ctas_per_sm), dev.windows = int32_t(windows);
-    if (whole_segments) putPlan(trtp::groupNormWholeSegmentPlan(dt, s, true, dev), plan);
+    if (cluster) putPlan(trtp::groupNormClusterPlan(dt, s, true, dev, cluster), plan);
+    else if (whole_segments) putPlan(trtp::groupNormWholeSegmentPlan(dt, s, true, dev), plan);
     else if (ctas_per_sm != 1 || windows != 1 || configured == 0) putPlan(trtp::groupNormResidentPlan(dt, s, true, dev), plan);
     else putPlan(configured == 1 ? trtp::groupNormResidentConfigure(dt, s, true) // the plugin's, on this GPU
                                  : trtp::groupNormResidentPick(dt, s, true, dev), plan); // on the described one
@@ -176,7 +180,7 @@ TRTP_API void trtp_group_norm_choose(int dtype, int layout, long long channel_st
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
     const trtp::GroupNormChoice c = trtp::groupNormChoose(trtp::DType(dtype), s, trtp::GroupNormAct(act));
     putPlan(c.resident, choice);
-    choice[5] = c.plan.chunks, choice[6] = c.plan.chunkLen, choice[7] = c.plan.cluster;
+    choice[6] = c.plan.chunks, choice[7] = c.plan.chunkLen, choice[8] = c.plan.cluster;
 }
 
 TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_stride, const void* x, const void* skip,
@@ -184,7 +188,7 @@ TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_str
                                     void* sum, void* workspace, size_t workspace_size, long long n, long long channels,
                                     long long spatial, long long groups, float epsilon, int act, const long long* choice,
                                     void* stream) {
-    long long here[8];
+    long long here[9];
     if (!choice) {
         trtp_group_norm_choose(dtype, layout, channel_stride, n, channels, spatial, groups, skip_mode, act, here);
         choice = here;
@@ -192,9 +196,8 @@ TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_str
     trtp::GroupNormArgs a = groupNormArgs(x, skip, skip_mode, bias, gamma, beta, y, sum, workspace, workspace_size, n,
                                           channels, spatial, groups, epsilon, act);
     a.layout = trtp::GroupNormLayout(layout), a.channelStride = channel_stride;
-    a.resident.grid = int(choice[0]), a.resident.per = choice[1], a.resident.resident = choice[2];
-    a.resident.fused = choice[3] != 0, a.resident.narrow = choice[4] != 0;
-    a.plan.chunks = choice[5], a.plan.chunkLen = choice[6], a.plan.cluster = choice[7] != 0;
+    a.resident = getPlan(choice);
+    a.plan.chunks = choice[6], a.plan.chunkLen = choice[7], a.plan.cluster = choice[8] != 0;
     // what a configure does first on this GPU: the kernels' attributes (shared memory, cluster sizes)
     if (a.resident.grid > 0 || a.layout == trtp::GroupNormLayout::kChannelsLast) trtp::groupNormResidentDevice();
     else if (a.plan.cluster) trtp::groupNormDevice();

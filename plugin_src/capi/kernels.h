@@ -61,39 +61,39 @@ TRTP_API void trtp_group_norm_device(int* sms, int* smem_per_sm, int* smem_per_b
 TRTP_API size_t trtp_group_norm_workspace(long long n, long long groups, int layout);
 
 // GroupNorm's resident design, either layout (0 channels-first, 1 channels-last with channel_stride
-// elements between pixels; 0: channels). plan (grid, per, resident, fused, narrow): one to force, or
-// null: the plugin's (groupNormResidentConfigure). ran (5 values, may be null): the plan that ran.
+// elements between pixels; 0: channels). plan (grid, per, resident, fused, narrow, cluster): one to force, or
+// null: the plugin's (groupNormResidentConfigure). ran (6 values, may be null): the plan that ran.
 TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_stride, const void* x, const void* skip,
                                       int skip_mode, const float* bias, const float* gamma, const float* beta, void* y,
                                       void* sum, void* workspace, size_t workspace_size, long long n, long long channels,
                                       long long spatial, long long groups, float epsilon, int act, const long long* plan,
                                       long long* ran, void* stream);
 
-// The resident plan (grid, per, resident, fused, narrow) into plan[5] for `ctas_per_sm` fused CTAs per
+// The resident plan (grid, per, resident, fused, narrow, cluster) into plan[6] for `ctas_per_sm` fused CTAs per
 // SM: on the current GPU (configured 1; with 1 CTA per SM, what the plugin picks), or (0) on a GPU of
 // `sms` multiprocessors with `smem_per_block` bytes of opt-in shared memory (sms 0: the two launches,
 // the same everywhere); configured 2: what the plugin picks on that GPU (groupNormResidentPick; with 1 CTA
 // per SM and windows 1). whole_segments 1: groupNormWholeSegmentPlan on that GPU instead (channels-last:
 // grid = ranges x channel windows). windows (channels-last fused plans): channel windows of whole groups
 // per range, as GroupNormResidentDevice::windows (1: the plugin's; 0: as many as whole packs allow; -1:
-// none, whatever the plugin picks).
+// none, whatever the plugin picks). cluster 2-8: groupNormClusterPlan with that many CTAs per group instead.
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
                                             long long sms, long long smem_per_block, long long ctas_per_sm,
-                                            long long windows, int whole_segments, long long* plan);
+                                            long long windows, int whole_segments, long long cluster, long long* plan);
 
 // Whether the plugin runs a channels-first shape with the resident design rather than the split one
 // (groupNormResidentFirst; the plugin also needs its plan on the GPU to be fused): 1 or 0.
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,
                                            int skip_mode, int act);
 
-// What the plugin runs a shape with on the current GPU (groupNormChoose), into choice[8]: the resident
-// plan (grid, per, resident, fused, narrow; grid 0: not chosen), then the split one (chunks, chunk_len,
-// cluster).
+// What the plugin runs a shape with on the current GPU (groupNormChoose), into choice[9]: the resident
+// plan (grid, per, resident, fused, narrow, cluster; grid 0: not chosen), then the split one (chunks,
+// chunk_len, cluster).
 TRTP_API void trtp_group_norm_choose(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                      long long spatial, long long groups, int skip_mode, int act, long long* choice);
 
-// GroupNorm as the plugin runs it: with choice[8] from trtp_group_norm_choose for this shape (null: chosen
+// GroupNorm as the plugin runs it: with choice[9] from trtp_group_norm_choose for this shape (null: chosen
 // here), the resident design where its grid is above 0, else the split one. Arguments as above.
 TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_stride, const void* x, const void* skip,
                                     int skip_mode, const float* bias, const float* gamma, const float* beta, void* y,

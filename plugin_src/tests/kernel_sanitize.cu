@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
     }
     // GroupNorm's resident design: channels-last (channel stride = C, padded to 8 and 16) and, forced,
     // channels-first; the same shapes, skips and variants, in place too; each through the plan the plugin
-    // picks, half of each range on chip, the two launches and whole segments per CTA
+    // picks, half of each range on chip, the two launches, whole segments per CTA and clusters per group
     const trtp::GroupNormResidentDevice rdev = trtp::groupNormResidentDevice();
     std::printf("GroupNorm resident: %s\n", rdev.sms ? "cooperative launches" : "two launches only");
     const bool smallOnly = only == "group_norm_resident_small";
@@ -244,6 +244,10 @@ int main(int argc, char** argv) {
                     cut.windows = 0;
                     const trtp::GroupNormResidentPlan windows = trtp::groupNormResidentPlan(dt, shape, true, cut);
                     if (pad && windows.fused && windows.per != plans[0].per) plans.push_back(windows);
+                    for (int64_t k : {2, 3, 4, 8}) { // channels-first: each group one cluster of k CTAs
+                        const trtp::GroupNormResidentPlan cluster = trtp::groupNormClusterPlan(dt, shape, true, rdev, k);
+                        if (cluster.grid && trtp::groupNormDevice().maxCluster >= k) plans.push_back(cluster);
+                    }
                     for (const trtp::GroupNormResidentPlan& plan : plans) {
                         for (int inPlace = 0; inPlace < 2; ++inPlace) {
                             trtp::GroupNormArgs a = gnArgs(x, skip, chan, w, y, s, ws, wsBytes, mode, inPlace, sh);
@@ -252,7 +256,8 @@ int main(int argc, char** argv) {
                             trtp::GroupNormResidentPlan ran;
                             check(trtp::launchGroupNorm(dt, a, 0, nullptr, &ran),
                                   plan.fused ? "group_norm resident fused" : "group_norm resident", n * c, hw);
-                            if (total && plan.grid && (ran.grid != plan.grid || ran.resident != plan.resident || ran.narrow != plan.narrow)) {
+                            if (total && plan.grid && (ran.grid != plan.grid || ran.resident != plan.resident ||
+                                                       ran.narrow != plan.narrow || ran.cluster != plan.cluster)) {
                                 std::printf("FAIL group_norm resident: plan (%d, %lld, %lld) ran as (%d, %lld, %lld)\n",
                                             plan.grid, (long long)plan.per, (long long)plan.resident, ran.grid,
                                             (long long)ran.per, (long long)ran.resident);

@@ -64,8 +64,8 @@ def make_cl(torch, gen, shape, dt, variant, cs, offset=0):
 
 def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     """The plugin's plan on this GPU, half of each range on chip (fused plans), the two launches,
-    (16-bit channels-last) the narrow fused plan of two CTAs per SM, whole segments per CTA and
-    (channels-last) the fused plan cut into channel windows."""
+    (16-bit channels-last) the narrow fused plan of two CTAs per SM, whole segments per CTA,
+    (channels-last) the fused plan cut into channel windows and (channels-first) each group one cluster."""
     n, c = shape[:2]
     spatial = int(np.prod(shape[2:]))
     mode = {None: "none", "full": "full", "channel": "per_channel"}[skip_kind]
@@ -74,7 +74,7 @@ def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     plans = [conf, group_norm.resident_plan(*args, configured=False)]
     if conf[3] and conf[1] > 1:
         align = 1 if layout == "channels_last" else 16 // tdtype_size(dtype)
-        plans.append((conf[0], conf[1], min(conf[2], conf[1] // 2 // align * align), True, False))
+        plans.append((conf[0], conf[1], min(conf[2], conf[1] // 2 // align * align), True, False, 0))
     two = group_norm.resident_plan(*args, ctas_per_sm=2)
     if two[3] and two[4]:  # narrow kernels are built for two CTAs per SM; the others may not fit two
         plans.append(two)
@@ -85,6 +85,8 @@ def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
         windows = group_norm.resident_plan(*args, windows=0)
         if windows[3]:
             plans.append(windows)
+    else:  # each group one thread-block cluster of 2-8 CTAs (a cluster barrier)
+        plans += [p for k in (2, 3, 4, 8) if (p := group_norm.resident_plan(*args, cluster=k))[0]]
     return list(dict.fromkeys(plans))
 
 
@@ -294,8 +296,8 @@ def test_resident_bad_arguments_return_errors(torch):
     # channel windows: 2 of 4 channels run, on whole samples or on fused ranges of part of one (the grid
     # barrier joins them); 3 (not whole groups), 4 (2 channels: not a float4), unfused, or a padded channel
     # stride do not
-    windows = (4, 16, 16, True, False)
-    for good in (windows, (8, 8, 8, True, False)):
+    windows = (4, 16, 16, True, False, 0)
+    for good in (windows, (8, 8, 8, True, False, 0)):
         assert raw(plan=good) == good
     for bad in ((6, 16, 16, True), (8, 16, 16, True), (4, 16, 0, False)):
         assert raw(plan=bad) == two, bad

@@ -230,8 +230,8 @@ def empty_like(x):
 def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
                   layout="channels_first", stride: int = 0, configured: bool = True, device: dict | None = None,
                   ctas_per_sm: int = 1, whole_segments: bool = False, windows: int = 1,
-                  picked: bool = False) -> tuple[int, int, int, bool, bool]:
-    """(grid, per, resident, fused, narrow): the resident design's plan on the current GPU (configured),
+                  picked: bool = False, cluster: int = 0) -> tuple[int, int, int, bool, bool, int]:
+    """(grid, per, resident, fused, narrow, cluster): the resident design's plan on the current GPU (configured),
     on a described one (device: sms, smem_per_block a CTA may opt into; a pure function, no GPU needed;
     picked: the plan the plugin picks there, groupNormResidentPick, else its fused plan), or its two
     launches (configured False, no device: the same everywhere). ctas_per_sm 2: fused CTAs
@@ -240,19 +240,24 @@ def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float
     groups, grid = samples x windows), one launch with no grid-wide barrier (groupNormWholeSegmentPlan;
     grid 0: none). windows (channels-last fused plans): each range's channels cut into this many windows of
     whole groups, a CTA each (0: as many as keep each window whole 16-byte packs; 1: the plugin's; -1: none,
-    whatever the plugin picks)."""
-    out = (ctypes.c_longlong * 5)()
+    whatever the plugin picks). cluster 2-8 (channels-first): each group cut into that many CTAs of one
+    thread-block cluster, a cluster barrier between the phases (groupNormClusterPlan; grid 0: none)."""
+    out = (ctypes.c_longlong * PLAN_VALUES)()
     dev = device or {}
     kernels.load().trtp_group_norm_resident_plan(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,
                                                  groups, skip_mode_id(skip_mode),
                                                  2 if picked and device else int(configured and device is None),
                                                  dev.get("sms", 0), dev.get("smem_per_block", 0), ctas_per_sm,
-                                                 windows, int(whole_segments), out)
-    return _plan5(out)
+                                                 windows, int(whole_segments), cluster, out)
+    return _plan(out)
 
 
-def _plan5(v) -> tuple[int, int, int, bool, bool]:
-    return int(v[0]), int(v[1]), int(v[2]), bool(v[3]), bool(v[4])
+#: a resident plan's values through the C entries: grid, per, resident, fused, narrow, cluster
+PLAN_VALUES = 6
+
+
+def _plan(v) -> tuple[int, int, int, bool, bool, int]:
+    return int(v[0]), int(v[1]), int(v[2]), bool(v[3]), bool(v[4]), int(v[5])
 
 
 def resident_first(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
@@ -281,7 +286,7 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
     None). The design: the plugin's (resident None; channels-first, the split one but where
     choose() says; asked once per shape); channels-first, plan (chunks, chunk_len[,
     cluster]) or resident False forces the split one; channels-last, or resident True / a plan (grid,
-    per, resident, fused[, narrow]) channels-first, the resident one (True: the plugin's plan). layout: None
+    per, resident, fused[, narrow[, cluster]]) channels-first, the resident one (True: the plugin's plan). layout: None
     reads it from x's strides (contiguous: channels-first); "channels_last" for a tensor that is both
     (all spatial dims 1)."""
     import torch
@@ -323,7 +328,7 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
         if cs is None and resident is None and plan is None and n * c * spatial and num_groups > 0 and \
                 c % num_groups == 0:
             choice = _choice(x.device.index, dtype, n, c, spatial, num_groups, mode, activation)
-            resident, plan = (choice[:5] if choice[0] > 0 else False), choice[5:]
+            resident, plan = (choice[:PLAN_VALUES] if choice[0] > 0 else False), choice[PLAN_VALUES:]
         if cs is not None or resident not in (None, False):
             forced = None if resident in (None, True) else tuple(resident)
             ran = raw_resident(dtype, "channels_first" if cs is None else "channels_last", cs or 0, x.data_ptr(),
@@ -342,8 +347,9 @@ def _stride_of(t, cs: int | None = None) -> int | None:
 def resident_launcher(dtype, layout: str, stride: int, skip_mode, n: int, channels: int, spatial: int, groups: int,
                       epsilon: float, activation, plan: tuple | None = None):
     """raw_resident with all but the pointers resolved once: launch(x, skip, bias, gamma, beta, y, sum_out,
-    workspace, workspace_size, stream, ran=None) -> the C entry's code (ran: a c_longlong[5])."""
-    forced = None if plan is None else (ctypes.c_longlong * 5)(*(int(v) for v in (tuple(plan) + (0,))[:5]))
+    workspace, workspace_size, stream, ran=None) -> the C entry's code (ran: a c_longlong[PLAN_VALUES])."""
+    forced = None if plan is None else (ctypes.c_longlong * PLAN_VALUES)(
+        *(int(v) for v in (tuple(plan) + (0, 0))[:PLAN_VALUES]))
     fn, dt, mode = kernels.load().trtp_group_norm_resident, kernels.dtype_id(dtype), skip_mode_id(skip_mode)
     lay, act = LAYOUTS[layout], kernels.lookup(ACTIVATION_IDS, activation, "activation")
 
@@ -359,18 +365,19 @@ def raw_resident(dtype, layout: str, stride: int, x: int, skip: int, skip_mode, 
                  groups: int, epsilon: float, activation, stream: int = 0,
                  plan: tuple | None = None) -> tuple[int, int, int, bool, bool]:
     """Launches GroupNorm's resident design; returns the plan that ran (grid, per, resident, fused,
-    narrow). plan: one to force (narrow may be left out: False), None: the plugin's (resident_plan)."""
-    ran = (ctypes.c_longlong * 5)()
+    narrow, cluster). plan: one to force (narrow and cluster may be left out: none), None: the plugin's
+    (resident_plan)."""
+    ran = (ctypes.c_longlong * PLAN_VALUES)()
     launch = resident_launcher(dtype, layout, stride, skip_mode, n, channels, spatial, groups, epsilon, activation, plan)
     kernels.check(launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream, ran), "group_norm")
-    return _plan5(ran)
+    return _plan(ran)
 
 
 def _chosen(n: int, channels: int, spatial: int, groups: int, dtype, skip_mode, activation, layout: str,
             stride: int) -> tuple:
-    """trtp_group_norm_choose's 8 values, as trtp_group_norm_chosen takes them: the resident plan's 5 (grid
+    """trtp_group_norm_choose's 9 values, as trtp_group_norm_chosen takes them: the resident plan's 6 (grid
     0: not chosen), the split plan's 3."""
-    out = (ctypes.c_longlong * 8)()
+    out = (ctypes.c_longlong * (PLAN_VALUES + 3))()
     kernels.load().trtp_group_norm_choose(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial, groups,
                                           skip_mode_id(skip_mode), kernels.lookup(ACTIVATION_IDS, activation,
                                                                                  "activation"), out)
@@ -380,10 +387,11 @@ def _chosen(n: int, channels: int, spatial: int, groups: int, dtype, skip_mode, 
 def choose(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none", activation="none",
            layout: str = "channels_first", stride: int = 0) -> tuple[tuple | None, tuple[int, int, bool]]:
     """What the plugin runs this shape with on the current GPU (groupNormChoose): (the resident plan (grid,
-    per, resident, fused, narrow), or None where it runs the split design; the split plan (chunks,
+    per, resident, fused, narrow, cluster), or None where it runs the split design; the split plan (chunks,
     chunk_len, cluster))."""
     v = _chosen(n, channels, spatial, groups, dtype, skip_mode, activation, layout, stride)
-    return (_plan5(v[:5]) if v[0] > 0 else None), (v[5], v[6], bool(v[7]))
+    p = PLAN_VALUES
+    return (_plan(v[:p]) if v[0] > 0 else None), (v[p], v[p + 1], bool(v[p + 2]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -399,7 +407,7 @@ def chosen_launcher(dtype, skip_mode, n: int, channels: int, spatial: int, group
     _choice's): launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream) -> the
     C entry's code."""
     fn, dt, mode = kernels.load().trtp_group_norm_chosen, kernels.dtype_id(dtype), skip_mode_id(skip_mode)
-    act, chosen = kernels.lookup(ACTIVATION_IDS, activation, "activation"), (ctypes.c_longlong * 8)(*choice)
+    act, chosen = kernels.lookup(ACTIVATION_IDS, activation, "activation"), (ctypes.c_longlong * len(choice))(*choice)
 
     def launch(x, skip, bias, gamma, beta, y, sum_out, workspace, workspace_size, stream):
         return fn(dt, 0, 0, x, skip or None, mode, bias or None, gamma, beta or None, y, sum_out or None,

@@ -42,11 +42,14 @@ struct GroupNormShape {
 // statistics and the normalization (the rest is read twice, the second time mostly from L2).
 // Channels-last whole-segment plans may cut each range's channels into windows of whole groups: grid
 // is then ceil(units / per) x windows, a CTA per range and window.
+// Channels-first cluster plans cut each group into `cluster` ranges, the CTAs of one thread-block cluster
+// (sm_90+): a cluster barrier between the phases, no grid-wide one, any number of CTAs.
 struct GroupNormResidentPlan {
     int32_t grid = 0;
     int64_t per = 0, resident = 0;
-    bool fused = false;  // one cooperative launch (every CTA resident at once), else two launches
+    bool fused = false;  // one launch (every CTA resident at once unless local or in clusters), else two
     bool narrow = false; // 16-bit channels-last in 8-byte packs (64 registers: two CTAs fit an SM)
+    int32_t cluster = 0; // CTAs per cluster (2-8: a cluster plan), 0 none
 };
 
 // What the resident design needs to know about a GPU.
@@ -72,6 +75,12 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
 // groupNormResidentPick says so.
 GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
                                                 const GroupNormResidentDevice& dev);
+// Each channels-first group cut into `ctas` ranges (2-8), the CTAs of one thread-block cluster, as much of
+// each range on chip as a CTA's shared memory holds: one launch with a cluster barrier between the phases
+// (sm_90+, no cooperative launch, any number of clusters). Grid 0: none (a group not a multiple of
+// ctas x 16-byte packs, more than 528 CTAs, channels-last).
+GroupNormResidentPlan groupNormClusterPlan(DType dt, const GroupNormShape& s, bool aligned,
+                                           const GroupNormResidentDevice& dev, int64_t ctas);
 // The plan the plugin picks on a described GPU (a pure function), where each measured faster: the
 // whole-segment plan channels-first where groupNormWholeSegmentsFirst and it holds each group on chip;
 // channels-last (16-bit, no skip) the whole-segment plan where a CTA's window of groups is 32 KB or less and

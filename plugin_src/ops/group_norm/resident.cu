@@ -10,6 +10,7 @@ namespace {
 using gn::roundUp;
 
 constexpr int32_t kMaxCtas = int32_t(kTwoLaunchCtas); // the workspace holds partials of this many CTAs
+constexpr int64_t kClusterCtas = 8;                    // the largest portable cluster
 
 // Calls f(residentKernel<T, VEC, L, STREAM>) for every instantiation.
 template <class T, bool STREAM, class F> void forEachStreamKernel(F& f) {
@@ -235,10 +236,10 @@ bool local(const Geometry& g, const GroupNormResidentPlan& p) { return p.fused &
 template <class T>
 cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
     const auto kernel = kernelOf<T>(g, p);
-    if (p.fused) {
+    if (p.fused) { // cooperative unless each CTA or cluster holds whole segments
         cudaLaunchAttribute attr = {};
-        attr.id = cudaLaunchAttributeCooperative;
-        attr.val.cooperative = 1;
+        if (a.cluster) attr = clusterAttribute(unsigned(p.cluster));
+        else attr.id = cudaLaunchAttributeCooperative, attr.val.cooperative = 1;
         Gn<T> b = a;
         b.stats = b.norm = true;
         return launchKernelWith(kernel, unsigned(p.grid), kThreads, smem, a.local ? nullptr : &attr, a.local ? 0 : 1,
@@ -262,6 +263,32 @@ bool coResident(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
         return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernelOf<decltype(tag)>(g, p), kThreads, smemOf(g, p));
     });
     return succeeded(e) && int64_t(blocks) * sms >= p.grid;
+}
+
+// Whether the current GPU runs one cluster of cluster plan p (an sm_90+ image, registers, shared memory).
+bool clustersFit(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
+    if (groupNormDevice().maxCluster < p.cluster) return false;
+    const cudaError_t e = dispatchDType(dt, [&](auto tag) {
+        cudaLaunchAttribute attr = clusterAttribute(unsigned(p.cluster));
+        const cudaLaunchConfig_t cfg = launchConfig(unsigned(p.cluster), kThreads, smemOf(g, p), &attr, 1, nullptr);
+        int clusters = 0;
+        const cudaError_t err = cudaOccupancyMaxActiveClusters(&clusters, kernelOf<decltype(tag)>(g, p), &cfg);
+        return err != cudaSuccess ? err : clusters > 0 ? cudaSuccess : cudaErrorInvalidConfiguration;
+    });
+    return succeeded(e);
+}
+
+// Whether fused plan p can launch on the current GPU as planned: its CTAs need no grid-wide barrier, or all
+// fit at once.
+bool launchable(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
+    return local(g, p) || (p.cluster ? clustersFit(dt, g, p) : coResident(dt, g, p));
+}
+
+// Whether plan p's cluster fits the shape of geometry g (its widest packs) and this GPU runs such clusters:
+// each segment exactly `cluster` ranges (channels-first), a fused plan.
+bool clusterOk(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
+    return p.fused && !p.narrow && !g.cl && p.cluster >= 2 && p.cluster <= kClusterCtas && p.per * p.cluster == g.segLen &&
+           groupNormDevice().maxCluster >= p.cluster;
 }
 
 bool capturing(cudaStream_t stream) {
@@ -339,6 +366,25 @@ GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& 
     return p.resident >= 0 ? p : GroupNormResidentPlan{};
 }
 
+GroupNormResidentPlan groupNormClusterPlan(DType dt, const GroupNormShape& s, bool aligned,
+                                           const GroupNormResidentDevice& dev, int64_t ctas) {
+    if (!shapeOk(s) || s.n == 0 || s.spatial == 0 || dev.smemPerBlock < 1 || s.layout != GroupNormLayout::kChannelsFirst ||
+        ctas < 2 || ctas > kClusterCtas)
+        return {};
+    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
+    const int64_t segments = g.units / g.segLen;
+    if (g.segLen % (ctas * g.align) || segments > kMaxCtas / ctas) return {};
+    GroupNormResidentPlan p;
+    p.per = g.segLen / ctas;
+    p.grid = int32_t(segments * ctas);
+    p.fused = true;
+    p.cluster = int32_t(ctas);
+    GroupNormResidentDevice one = dev;
+    one.ctasPerSm = 1;
+    p.resident = stagedUnits(g, p.per, one);
+    return p.resident >= 0 ? p : GroupNormResidentPlan{};
+}
+
 // Fused resident against split, channels-first, 1-2 samples, FP16 and BF16: GroupNorm from 5 MB 1.03-1.27x
 // (every such point; H100 run 3, benchmarks/group_norm/h100_v3.json), GroupNorm+SiLU from 5 MB 1.07-1.23x
 // (every such point; run 13, h100_v13.json); below 5 MB 0.56-1.0x: the split design there. On 8 samples,
@@ -407,7 +453,7 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
         const GroupNormResidentPlan p = groupNormResidentPick(dt, s, aligned, groupNormResidentDevice());
         if (!p.fused) return p;
         const Geometry g = geometryOfPlan(geometry(dt, s, vecFor(dt, s, aligned)), dt, s, aligned, p);
-        return local(g, p) || coResident(dt, g, p) ? p : groupNormResidentPlan(dt, s, aligned);
+        return launchable(dt, g, p) ? p : groupNormResidentPlan(dt, s, aligned);
     } catch (...) {
         return {};
     }
@@ -445,7 +491,8 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
                         c.grid == ceilDiv(g.units, c.per) * windows && c.resident >= 0 && c.resident <= c.per &&
                         (c.resident == 0 || c.fused) && c.resident * g.unitElems < kMaxOffset &&
                         (!c.narrow || (c.fused && narrowOk(dt, s, aligned))) &&
-                        (windows == 1 || (c.fused && !c.narrow && windowsOk(dt, s, aligned, windows)));
+                        (windows == 1 || (c.fused && !c.narrow && windowsOk(dt, s, aligned, windows))) &&
+                        (c.cluster == 0 || clusterOk(dt, g, c));
     GroupNormResidentPlan plan = planOk ? c : twoLaunches;
     const size_t partialBytes = roundUp((size_t(kMaxCtas) * size_t(g.width) + size_t(s.n * s.groups)) * sizeof(float2));
     return dispatchDType(dt, [&](auto tag) -> cudaError_t {
@@ -479,13 +526,14 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
             a.local = local(pg, p);
+            a.cluster = p.cluster > 0;
             return launchWith(pg, a, p, smemOf(pg, p), stream);
         };
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
         // first (a refused launch would invalidate it), otherwise the refusal answers.
         if (plan.fused) {
             const Geometry pg = geometryOfPlan(g, dt, s, aligned, plan);
-            if (!local(pg, plan) && capturing(stream) && !coResident(dt, pg, plan)) plan = twoLaunches;
+            if (capturing(stream) && !launchable(dt, pg, plan)) plan = twoLaunches;
         }
         cudaError_t e = run(plan);
         if (plan.fused && !succeeded(e)) { // succeeded() clears the refusal: the caller's next check does not see it

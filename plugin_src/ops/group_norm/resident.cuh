@@ -17,6 +17,8 @@
 //      normalizes the staged tail from shared memory and the rest re-read from global (mostly L2), and
 //      stores y (and s) evict-first.
 //   Tensors that fit on chip (all units resident) move exactly what a copy moves.
+// Cluster plan (fused channels-first, segLen a multiple of per, a segment's CTAs one thread-block cluster):
+// step 2 is a cluster barrier (the partials it orders are in global memory, as for the grid barrier).
 // Whole-segment plan (fused, each CTA's range whole segments: per a multiple of segLen): step 2 is a CTA
 // barrier (no other CTA holds a piece of its segments), launched without the cooperative attribute, so
 // any number of CTAs, not all resident at once. Channels-last it may also cut each sample's channels into
@@ -83,6 +85,7 @@ template <class T> struct Gn {
     GroupNormAct act;
     bool stats, norm;            // the phases this launch runs (both: fused, a grid barrier between)
     bool local;                  // fused with whole segments per CTA: a CTA barrier between them
+    bool cluster;                // fused, each segment's CTAs one cluster: a cluster barrier between them
 };
 
 // 16-bit channels-last in 8-byte packs: the narrow plans, two CTAs per SM (64 registers, no spills).

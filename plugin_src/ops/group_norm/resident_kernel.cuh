@@ -25,6 +25,18 @@ template <class T> __device__ __forceinline__ void toWindow(Gn<T>& a, int32_t w)
     a.shifts += int64_t(w) * a.groups * segments;
 }
 
+// The barrier between a fused launch's phases: the CTA's own (whole segments), its cluster's or the grid's.
+template <class T> __device__ __forceinline__ void phaseBarrier(const Gn<T>& a) {
+    if (a.local) __syncthreads();
+    else if (a.cluster) {
+#if __CUDA_ARCH__ >= 900
+        cooperative_groups::this_cluster().sync();
+#else
+        __trap(); // never launched: cluster plans run only where groupNormDevice() finds an sm_90+ image
+#endif
+    } else cooperative_groups::this_grid().sync();
+}
+
 // STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch).
 template <class T, int VEC, GroupNormLayout L, bool STREAM = true>
 __global__ void __launch_bounds__(kThreads, kNarrow<T, VEC, L> || (L == GroupNormLayout::kChannelsFirst && !STREAM) ? 2 : 1)
@@ -73,10 +85,7 @@ residentKernel(Gn<T> a) {
         if constexpr (kCl) clStats<STREAM, T, VEC>(a, t);
         else cfStats<STREAM, T, VEC>(a, t);
     }
-    if (a.stats && a.norm) { // every partial written
-        if (a.local) __syncthreads();
-        else cooperative_groups::this_grid().sync();
-    }
+    if (a.stats && a.norm) phaseBarrier(a); // every partial written
     if (a.norm) {
         gatherStats<kCl>(a, t, a.stats);
         if constexpr (kCl) clNorm<STREAM, T, VEC>(a, t);

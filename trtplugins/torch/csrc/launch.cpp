@@ -143,7 +143,7 @@ py::object skipNorm(const Tensor& x_, const Opt& skip_, const Tensor& gamma, con
 }
 
 // GroupNorm's design and plan per shape and device, as the plugin chooses them (trtp_group_norm_choose).
-using GnChoice = std::array<long long, 8>;
+using GnChoice = std::array<long long, 9>; // the resident plan's 6 values, the split plan's 3
 std::mutex gChoiceMutex;
 std::map<std::array<long long, 8>, GnChoice> gChoices;
 
