@@ -256,6 +256,33 @@ def test_channels_last_picks_where_measured_faster(dtype):
                                           whole_segments=True)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_channels_first_cluster_picks_where_measured_faster(dtype):
+    """H100 run 16, channels-first 16-bit, no skip: each group a cluster of 2 CTAs on 2-4 samples of 40 KB groups
+    or more and on 5-8 samples of 128 KB or more, where the GPU runs clusters and a CTA holds its half of a group;
+    whole groups per CTA on 3-4 samples to 64 KB; else as before."""
+    h200 = dict(RESIDENT_H200, max_cluster=8)
+
+    def plan(n, c, spatial, dtype=dtype, skip="none", device=h200, **kw):
+        return group_norm.resident_plan(n, c, spatial, 32, dtype, skip, configured=False, device=device, **kw)
+
+    def pick(n, c, spatial, **kw):
+        return plan(n, c, spatial, picked=True, **kw)
+
+    for shape in [(2, 320, 4096), (2, 640, 1024), (2, 960, 1024), (4, 320, 4096), (4, 640, 4096), (8, 640, 4096),
+                  (2, 320, 16384)]:  # 80, 40, 60, 80, 160, 160, 320 KB groups
+        assert pick(*shape) == plan(*shape, cluster=2) and pick(*shape)[5] == 2, shape
+    assert pick(2, 320, 4096) == (128, 20480, 20480, True, False, 2)
+    for shape in [(4, 640, 1024), (4, 960, 1024), (3, 640, 1024)]:  # 3-4 samples, 40-60 KB: whole groups per CTA
+        assert pick(*shape) == plan(*shape, whole_segments=True), shape
+    for shape in [(1, 320, 4096), (8, 320, 4096), (8, 640, 1024), (2, 512, 16384), (1, 128, 1 << 18)]:
+        assert pick(*shape) == plan(*shape), shape  # one sample; 8 of 40-80 KB; 512 KB: a half not on chip
+    assert pick(2, 320, 4096, dtype="float32") == plan(2, 320, 4096, dtype="float32")  # not measured
+    assert pick(2, 320, 4096, skip="full") == plan(2, 320, 4096, skip="full")
+    no_clusters = pick(2, 320, 4096, device=RESIDENT_H200)  # a GPU without clusters: the cooperative plan
+    assert no_clusters == plan(2, 320, 4096, device=RESIDENT_H200) and not no_clusters[5]
+
+
 def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     """H100 run 3: fused resident beat split on 1-2 samples for GroupNorm from 5 MB; run 13: GroupNorm+SiLU
     too, in 16-bit (FP32 from 32 MB, as run 3 measured); runs 13-15: on 8 samples, 16-bit, where groups are
@@ -274,7 +301,6 @@ def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     assert rf(8, 320, 4096, 32, "float16") and rf(8, 320, 4096, 32, "bfloat16", activation="silu")
     assert rf(4, 320, 4096, 32, "float16") and rf(3, 320, 4096, 32, "bfloat16")
     assert not rf(8, 640, 1024, 32, "float16") and not rf(8, 960, 1024, 32, "float16")  # 40 KB, 60 KB
-    assert not rf(8, 640, 4096, 32, "float16") and not rf(4, 640, 4096, 32, "bfloat16")  # 160 KB
     assert rf(8, 448, 4096, 32, "float16") and not rf(8, 640, 4096, 64, "float16")  # 80 KB groups, but 42 MB
     assert not rf(16, 320, 4096, 32, "float16") and not rf(8, 320, 4096, 32, "float32")  # not measured
     assert not rf(2, 320, 4096, 7, "float16") and not rf(0, 320, 4096, 32, "float16")  # no such shape
@@ -282,7 +308,11 @@ def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     assert rf(2, 1280, 64, 32, "float16") and rf(1, 1280, 256, 32, "bfloat16", activation="silu")
     assert rf(2, 640, 256, 32, "float32") and not rf(2, 1280, 256, 32, "float32")  # 20 KB; 40 KB in FP32
     assert rf(8, 1920, 256, 32, "float16") and not rf(16, 1280, 64, 32, "float16")  # 8 samples; 16 not measured
-    assert not rf(2, 640, 1024, 32, "float16")  # 40 KB
+    # run 16: each group a cluster of 2 CTAs (2-4 samples from 40 KB, 5-8 from 128 KB); whole groups per CTA on
+    # 3-4 samples to 64 KB
+    assert rf(2, 640, 1024, 32, "float16") and rf(4, 640, 4096, 32, "bfloat16") and rf(8, 640, 4096, 32, "float16")
+    assert rf(4, 640, 1024, 32, "float16", activation="silu") and rf(3, 960, 1024, 32, "bfloat16")
+    assert not rf(8, 640, 4096, 32, "float32") and not rf(5, 640, 1024, 32, "float16")  # FP32; 5 samples of 40 KB
     assert not rf(2, 1280, 64, 32, "float16", "per_channel") and not rf(2, 1280, 64, 32, "float16", "full")
 
 

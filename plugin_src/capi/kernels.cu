@@ -155,12 +155,13 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
                                             long long sms, long long smem_per_block, long long ctas_per_sm,
-                                            long long windows, int whole_segments, long long cluster, long long* plan) {
+                                            long long max_cluster, long long windows, int whole_segments,
+                                            long long cluster, long long* plan) {
     const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, skip_mode);
     const auto dt = trtp::DType(dtype);
     trtp::GroupNormResidentDevice dev; // this GPU (configured 1), or described (sms 0: two launches)
     if (configured == 1) dev = trtp::groupNormResidentDevice();
-    else dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block);
+    else dev.sms = int32_t(sms), dev.smemPerBlock = int32_t(smem_per_block), dev.maxCluster = int32_t(max_cluster);
     dev.ctasPerSm = int32_t(ctas_per_sm), dev.windows = int32_t(windows);
     if (cluster) putPlan(trtp::groupNormClusterPlan(dt, s, true, dev, cluster), plan);
     else if (whole_segments) putPlan(trtp::groupNormWholeSegmentPlan(dt, s, true, dev), plan);

@@ -232,7 +232,8 @@ def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float
                   ctas_per_sm: int = 1, whole_segments: bool = False, windows: int = 1,
                   picked: bool = False, cluster: int = 0) -> tuple[int, int, int, bool, bool, int]:
     """(grid, per, resident, fused, narrow, cluster): the resident design's plan on the current GPU (configured),
-    on a described one (device: sms, smem_per_block a CTA may opt into; a pure function, no GPU needed;
+    on a described one (device: sms, smem_per_block a CTA may opt into, max_cluster its largest thread-block
+    cluster, 0 if absent; a pure function, no GPU needed;
     picked: the plan the plugin picks there, groupNormResidentPick, else its fused plan), or its two
     launches (configured False, no device: the same everywhere). ctas_per_sm 2: fused CTAs
     sharing each SM's shared memory two ways (16-bit channels-last narrow: 8-byte packs); 1: the plugin's.
@@ -248,7 +249,7 @@ def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float
                                                  groups, skip_mode_id(skip_mode),
                                                  2 if picked and device else int(configured and device is None),
                                                  dev.get("sms", 0), dev.get("smem_per_block", 0), ctas_per_sm,
-                                                 windows, int(whole_segments), cluster, out)
+                                                 dev.get("max_cluster", 0), windows, int(whole_segments), cluster, out)
     return _plan(out)
 
 

@@ -60,6 +60,7 @@ struct GroupNormResidentDevice {
                               // 16-bit channels-last narrow); the plugin plans for 1 (2 is forced to measure it)
     int32_t windows = 1;      // channels-last fused plans: channel windows of whole groups per range (0: as
                               // many as whole 16-byte packs allow); groupNormResidentPick sets it where it pays
+    int32_t maxCluster = 0;   // the largest thread-block cluster it runs the resident kernel in (0: none)
 };
 GroupNormResidentDevice groupNormResidentDevice() noexcept;
 
@@ -82,7 +83,8 @@ GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& 
 GroupNormResidentPlan groupNormClusterPlan(DType dt, const GroupNormShape& s, bool aligned,
                                            const GroupNormResidentDevice& dev, int64_t ctas);
 // The plan the plugin picks on a described GPU (a pure function), where each measured faster: the
-// whole-segment plan channels-first where groupNormWholeSegmentsFirst and it holds each group on chip;
+// whole-segment plan channels-first where groupNormWholeSegmentsFirst and it holds each group on chip, the
+// cluster plan where groupNormClusterCtas names a cluster the GPU runs and it holds each group on chip;
 // channels-last (16-bit, no skip) the whole-segment plan where a CTA's window of groups is 32 KB or less and
 // the grid one CTA per SM at most, else the fused plan cut into channel windows on one sample up to 5 MB
 // and with windows of 120 channels or more up to 8 MB; else groupNormResidentPlan.
@@ -94,8 +96,13 @@ GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape&
 // plan measured faster; a pure function of its arguments: the caller checks the plan is fused).
 bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act);
 // Whether a channels-first shape runs whole groups per CTA (1-8 samples, no skip, groups of 32 KB or
-// less: where a CTA each measured faster than sharing them across the GPU): a pure function.
+// less, and 16-bit groups of 64 KB or less on 3-4 samples: where a CTA each measured faster than sharing
+// them across the GPU): a pure function.
 bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s);
+// The CTAs per group (a thread-block cluster) a channels-first shape runs, where the cluster plan measured
+// faster than the other plans (16-bit, no skip, 2-4 samples of 40 KB groups or more, 5-8 samples of 128 KB
+// or more), else 0: a pure function.
+int64_t groupNormClusterCtas(DType dt, const GroupNormShape& s);
 
 // Whether a channels-last shape has a kernel: a row of 16-byte packs (or of elements) of a pixel fits
 // a CTA's threads.

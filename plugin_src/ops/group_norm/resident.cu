@@ -202,6 +202,8 @@ GroupNormResidentDevice queryDevice(int dev) {
         ok = ok && succeeded(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smemPerBlock));
     });
     if (!ok) d.smemPerBlock = 48 * 1024 - int32_t(kStaticSmem);
+    const int32_t clusters = groupNormDevice().maxCluster; // 0 without clusters or an sm_90+ image
+    d.maxCluster = int32_t(clusters < kClusterCtas ? clusters : kClusterCtas);
     return d;
 }
 
@@ -395,7 +397,7 @@ GroupNormResidentPlan groupNormClusterPlan(DType dt, const GroupNormShape& s, bo
 bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
     if (act != GroupNormAct::kNone && act != GroupNormAct::kSilu) return false;
-    if (groupNormWholeSegmentsFirst(dt, s)) return true;
+    if (groupNormWholeSegmentsFirst(dt, s) || groupNormClusterCtas(dt, s)) return true;
     const int64_t eb = elemBytes(dt), elems = s.n * s.channels * s.spatial, group = s.channels / s.groups * s.spatial;
     if (eb == 2 && s.n >= 3 && s.n <= 8)
         return group >= 32 * 1024 && group < 64 * 1024 && elems <= int64_t(16) << 20; // 64-128 KB, 32 MB
@@ -406,10 +408,28 @@ bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act)
 // H100 run 7, whole groups per CTA against the split design, channels-first, FP16/BF16, GroupNorm / +SiLU
 // (benchmarks/group_norm/h100_v7_quick.md, then h100_v7.json): 2 samples, 5 KB groups 1.46x / 1.50x, 20 KB
 // 1.29x / 1.23x, 40 KB 1.03x / 0.93x, 80 KB level; 8 samples, 5-30 KB groups 1.22-1.46x / 1.16-1.38x
-// (the full run, forced beside the split design's pick; 1 sample: as 2).
+// (the full run, forced beside the split design's pick; 1 sample: as 2). Run 16 (h100_v16.json), 4 samples of
+// 40-60 KB groups (4x640x32x32, 4x960x32x32): 1.29-1.46x the pick then, 1.00-1.11x the cluster plan.
 bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
-    return s.n >= 1 && s.n <= 8 && s.spatial > 0 && s.channels / s.groups * s.spatial * elemBytes(dt) <= 32 * 1024;
+    const int64_t bytes = s.channels / s.groups * s.spatial * elemBytes(dt);
+    if (elemBytes(dt) == 2 && s.n >= 3 && s.n <= 4 && bytes <= 64 * 1024) return true;
+    return s.n >= 1 && s.n <= 8 && s.spatial > 0 && bytes <= 32 * 1024;
+}
+
+// H100 run 16 (h100_v16.json), channels-first, FP16/BF16, GroupNorm / +SiLU, each plan forced beside the pick in
+// one process: each group a cluster of 2 CTAs 1.04-1.42x the pick on 2-4 samples of 40-320 KB groups (2x320x64x64
+// 1.17-1.19x, 4x640x64x64 1.34-1.42x, 2x320x128x128 1.04-1.05x) and 1.21-1.26x on 8 samples of 160 KB
+// (8x640x64x64); 0.95-1.02x on 8 samples of 40-80 KB, 0.49-1.01x with groups of 20 KB or less, on one sample
+// 0.61-0.98x but at 30-60 KB (0.98-1.12x; the VAE decoder's groups of 0.5-8 MB 0.61-0.81x, in clusters of 8
+// 0.79-0.90x); clusters of 4 and 8 slower than 2 at every shape taken.
+int64_t groupNormClusterCtas(DType dt, const GroupNormShape& s) {
+    if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone || elemBytes(dt) != 2 ||
+        groupNormWholeSegmentsFirst(dt, s))
+        return 0;
+    const int64_t bytes = s.channels / s.groups * s.spatial * elemBytes(dt);
+    const bool pays = (s.n >= 2 && s.n <= 4 && bytes >= 40 * 1024) || (s.n >= 5 && s.n <= 8 && bytes >= 128 * 1024);
+    return pays ? 2 : 0;
 }
 
 // H100 runs 13 and 14 (benchmarks/group_norm/h100_v13.json, h100_v14.json: the same ratios in both),
@@ -443,6 +463,10 @@ GroupNormResidentPlan groupNormResidentPick(DType dt, const GroupNormShape& s, b
     if (groupNormWholeSegmentsFirst(dt, s)) {
         const GroupNormResidentPlan w = groupNormWholeSegmentPlan(dt, s, aligned, dev);
         if (w.fused && staged(w)) return w;
+    }
+    if (const int64_t k = groupNormClusterCtas(dt, s); k && k <= dev.maxCluster) {
+        const GroupNormResidentPlan c = groupNormClusterPlan(dt, s, aligned, dev, k);
+        if (c.fused && staged(c)) return c;
     }
     const GroupNormResidentPlan c = channelsLastPick(dt, s, aligned, dev);
     return c.fused ? c : groupNormResidentPlan(dt, s, aligned, dev);
