@@ -2,12 +2,13 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gn (run 16's cluster and whole-group picks), the GPU tests (gpu_batch.sh), retune with
+# Steps (next: the GPU tests (gpu_batch.sh: run 16 ran the GroupNorm ones), retune with
 # RETUNE_DTYPES=float32 RETUNE_HIDDENS="768 1024 2048 3072 4096 5120 8192 12288 16384"
 # (FP32 LayerNorm and RMSNorm), retune with RETUNE_FORMS=skip_layer_norm, the same hiddens and every dtype, then
 # norms for the dtypes whose picks moved, biasncu, normncu (the misses left),
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
-# run 16 (2026-12-07, sixteenth session) ran gn with the cluster plans and the four sanitizers;
+# run 16 (2026-12-07, sixteenth session) ran gn with the cluster plans, the four sanitizers, then gpu_batch.sh
+# (the GroupNorm GPU tests and bench_group_norm through the picks made from it);
 # run 15 (2026-12-07, fifteenth session) ran gn, norms (fp16, bf16, fp32), smallbench, biasact (16-bit), the GPU
 # tests, the four sanitizers and four of gnbig's profiles; run 14 (2026-12-07, fourteenth
 # session) ran gn and retune; run 13 (2026-12-07, thirteenth session) ran cpp,
