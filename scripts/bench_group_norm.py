@@ -4,9 +4,9 @@ plugin runs them (channels-first: the split design, or the resident one where th
 channels-last: the resident design), the channels-last one forced to its two launches, each design
 forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) or
 (channels-last) into channel windows, whole segments per CTA (groups; channels-last a sample's window of
-whole groups: no grid-wide barrier), channels-first each group one thread-block cluster of 2, 4 or 8 CTAs,
-eager F.group_norm on channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group
-norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
+whole groups: no grid-wide barrier), each group (channels-last a sample's window of groups) one thread-block
+cluster of 2, 4 or 8 CTAs, eager F.group_norm on channels-first and channels-last tensors,
+torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
 harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
 and a device copy of the same bytes. 32 groups; SD 1.5/2.x UNet shapes (C 320..2560, 64x64..8x8
 latents) at batch 1, 2 and 8, SD-XL (128x128..32x32 latents) at batch 1 and 2, and the VAE decoder.
@@ -39,7 +39,7 @@ if __name__ == "__main__" and "--help" not in sys.argv and "-h" not in sys.argv:
     from trtplugins.ops import group_norm  # noqa: E402
 
 GROUPS, EPS = 32, 1e-5
-CLUSTERS = (2, 4, 8)  # channels-first cluster plans timed: CTAs per group
+CLUSTERS = (2, 4, 8)  # cluster plans timed: CTAs per group (channels-last: per sample's window of groups)
 SD15 = [(320, 64), (640, 32), (1280, 16), (1280, 8), (2560, 8), (1920, 16), (960, 32), (640, 64)]
 SDXL = [(320, 128), (640, 64), (1280, 32)]
 VAE = [(512, 64), (512, 128), (512, 256), (256, 256), (256, 512), (128, 512), (128, 1024)]
@@ -47,7 +47,8 @@ QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8),
          (2, 320, 128, 128), (1, 512, 128, 128), (1, 256, 256, 256), (1, 128, 512, 512)]
 PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2",
          "resident_cf_2g", "resident_cf_4g", "resident_cl_2g", "resident_cl_4g", "resident_cf_whole",
-         "resident_cl_whole", "resident_cl_windows", "resident_cl_all", *(f"resident_cf_c{k}" for k in CLUSTERS),
+         "resident_cl_whole", "resident_cl_windows", "resident_cl_all",
+         *(f"resident_{t}_c{k}" for t in ("cf", "cl") for k in CLUSTERS),
          "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
 
 
@@ -141,11 +142,10 @@ def point(shape, dt, silu, lig, oss, compile_it):
         plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, whole_segments=True)
         if plan[0] and rec["mb"] <= 8:
             forced(f"resident_{tag}_whole", v, out, plan)
-        if layout == "channels_first":  # each group one thread-block cluster of k CTAs (a cluster barrier)
-            for k in CLUSTERS:
-                plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, cluster=k)
-                if plan[0]:
-                    forced(f"resident_cf_c{k}", v, out, plan)
+        for k in CLUSTERS:  # each group (a sample's window of groups) one cluster of k CTAs: a cluster barrier
+            plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, cluster=k)
+            if plan[0]:
+                forced(f"resident_{tag}_c{k}", v, out, plan)
         if layout == "channels_last":  # the fused plan with each range's channels cut into windows, and over all
             for key, windows in (("resident_cl_windows", 0), ("resident_cl_all", -1)):  # of them (the pick's other)
                 plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, windows=windows)
@@ -204,7 +204,7 @@ def table(rows):
             "resident cf, cl at 2 CTAs per SM | eager cf / cl | "
             "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) | % copy resident cf / cl at 2x, 4x CTAs | "
             "% copy whole segments per CTA cf / cl | % copy cl fused in channel windows / over all channels | "
-            f"% copy cf, each group a cluster of {' / '.join(map(str, CLUSTERS))} CTAs |")
+            f"% copy in clusters of {', '.join(map(str, CLUSTERS))} CTAs per group (cl: per window) cf / cl |")
     lines = [head, "|" + "---|" * 18]
     for r in rows:
         us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
@@ -217,7 +217,7 @@ def table(rows):
                  f"{pct(r, 'resident_cf_2g')}, {pct(r, 'resident_cf_4g')} / {pct(r, 'resident_cl_2g')}, {pct(r, 'resident_cl_4g')}",
                  f"{pct(r, 'resident_cf_whole')} / {pct(r, 'resident_cl_whole')}",
                  f"{pct(r, 'resident_cl_windows')} / {pct(r, 'resident_cl_all')}",
-                 " / ".join(pct(r, f"resident_cf_c{k}") for k in CLUSTERS)]
+                 " / ".join(", ".join(pct(r, f"resident_{t}_c{k}") for k in CLUSTERS) for t in ("cf", "cl"))]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -177,21 +177,41 @@ def test_whole_segment_plans_hold_whole_groups(dtype, shape, skip, want):
     ("float16", (8, 320, 4096), "none", 4, (0, 0, 0)),  # 1024 CTAs: past the workspace's 528
     ("float16", (2, 320, 4096), "none", 16, (0, 0, 0)),  # past the portable 8
     ("float16", (2, 320, 4096), "none", 1, (0, 0, 0)),  # one CTA a group: the whole-segment plan
+    ("float16", (2, 2560, 64), "none", 2, (128, 2560, 2560)),  # 2 x 32 x 2 CTAs
 ])
 def test_cluster_plans_cut_each_group_into_one_cluster(dtype, shape, skip, ctas, want):
     """Cluster plans (one launch, a cluster barrier): each channels-first group exactly `ctas` ranges, the
-    CTAs of one thread-block cluster, as much of each on chip as a CTA's shared memory holds; none
-    channels-last or without a described device."""
+    CTAs of one thread-block cluster, as much of each on chip as a CTA's shared memory holds; none without a
+    described device."""
     n, c, spatial = shape
     plan = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_first", configured=False,
                                     device=RESIDENT_H200, cluster=ctas)
     assert plan[:3] == want
     if want[0]:
         assert plan[3:] == (True, False, ctas) and plan[1] * ctas == c // 32 * spatial
-    for layout, device in (("channels_last", RESIDENT_H200), ("channels_first", None)):
-        none = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, layout, configured=False, device=device,
-                                        cluster=ctas)
-        assert none[0] == 0, layout
+    none = group_norm.resident_plan(n, c, spatial, 32, dtype, skip, "channels_first", configured=False, cluster=ctas)
+    assert none[0] == 0
+
+
+@pytest.mark.parametrize("shape, ctas, want", [
+    ((2, 320, 4096), 8, (128, 512, 512)),  # 8 windows of 40 channels a sample, each 8 ranges of 512 pixels
+    ((2, 320, 4096), 2, (32, 2048, 2048)),
+    ((2, 1280, 64), 8, (512, 8, 8)),  # 32 windows of one group: 2 x 32 x 8 CTAs
+    ((1, 128, 262144), 8, (32, 32768, 3100)),  # 4 windows of 32 channels (64 bytes); 6 KB a pixel-row: part staged
+    ((8, 320, 4096), 3, (0, 0, 0)),  # 4096 pixels are not 3 ranges
+    ((8, 1280, 64), 4, (0, 0, 0)),  # 8 x 32 windows x 4: past 528 CTAs
+])
+def test_channels_last_cluster_plans_cut_each_window(shape, ctas, want):
+    """Channels-last cluster plans: each sample's window of whole groups (the whole-segment plan's windows)
+    cut into `ctas` ranges of its pixels, the CTAs of one cluster: grid = samples x windows x ctas."""
+    n, c, spatial = shape
+    plan = group_norm.resident_plan(n, c, spatial, 32, "float16", "none", "channels_last", configured=False,
+                                    device=RESIDENT_H200, cluster=ctas)
+    assert plan[:3] == want
+    if want[0]:
+        whole = group_norm.resident_plan(n, c, spatial, 32, "float16", "none", "channels_last", configured=False,
+                                         device=RESIDENT_H200, whole_segments=True)
+        assert plan[3:] == (True, False, ctas) and plan[0] == whole[0] * ctas and plan[1] * ctas == spatial
 
 
 @pytest.mark.parametrize("shape, cs, dtype, want", [

@@ -65,7 +65,7 @@ def make_cl(torch, gen, shape, dt, variant, cs, offset=0):
 def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
     """The plugin's plan on this GPU, half of each range on chip (fused plans), the two launches,
     (16-bit channels-last) the narrow fused plan of two CTAs per SM, whole segments per CTA,
-    (channels-last) the fused plan cut into channel windows and (channels-first) each group one cluster."""
+    (channels-last) the fused plan cut into channel windows and each group (window) one cluster."""
     n, c = shape[:2]
     spatial = int(np.prod(shape[2:]))
     mode = {None: "none", "full": "full", "channel": "per_channel"}[skip_kind]
@@ -85,8 +85,8 @@ def resident_plans(shape, groups, dtype, cs, skip_kind, layout="channels_last"):
         windows = group_norm.resident_plan(*args, windows=0)
         if windows[3]:
             plans.append(windows)
-    else:  # each group one thread-block cluster of 2-8 CTAs (a cluster barrier)
-        plans += [p for k in (2, 3, 4, 8) if (p := group_norm.resident_plan(*args, cluster=k))[0]]
+    # each group (a sample's window of groups) one thread-block cluster of 2-8 CTAs (a cluster barrier)
+    plans += [p for k in (2, 3, 4, 8) if (p := group_norm.resident_plan(*args, cluster=k))[0]]
     return list(dict.fromkeys(plans))
 
 

@@ -241,8 +241,9 @@ def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float
     groups, grid = samples x windows), one launch with no grid-wide barrier (groupNormWholeSegmentPlan;
     grid 0: none). windows (channels-last fused plans): each range's channels cut into this many windows of
     whole groups, a CTA each (0: as many as keep each window whole 16-byte packs; 1: the plugin's; -1: none,
-    whatever the plugin picks). cluster 2-8 (channels-first): each group cut into that many CTAs of one
-    thread-block cluster, a cluster barrier between the phases (groupNormClusterPlan; grid 0: none)."""
+    whatever the plugin picks). cluster 2-8: each group (channels-last: a sample's window of groups) cut into
+    that many CTAs of one thread-block cluster, a cluster barrier between the phases (groupNormClusterPlan;
+    grid 0: none)."""
     out = (ctypes.c_longlong * PLAN_VALUES)()
     dev = device or {}
     kernels.load().trtp_group_norm_resident_plan(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,

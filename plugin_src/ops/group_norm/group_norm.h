@@ -8,8 +8,9 @@
 //     sm_90+ one launch whose chunks of a group form a thread-block cluster (distributed shared
 //     memory), else two launches through a workspace;
 //   resident (either layout; resident.cu, resident*.cuh): each CTA owns a contiguous range of the
-//     tensor and keeps what fits of it in shared memory; one cooperative launch with a grid-wide
-//     barrier between the statistics and the normalization, or two launches.
+//     tensor and keeps what fits of it in shared memory; one launch with a barrier between the
+//     statistics and the normalization (grid-wide and cooperative, a cluster's, or a CTA's own where
+//     it holds whole groups), or two launches.
 // The plugin picks per shape (measured: RESULTS.md, GroupNorm): channels-first the resident design where
 // groupNormResidentFirst, else the split one; channels-last the resident one.
 #pragma once
@@ -42,8 +43,9 @@ struct GroupNormShape {
 // statistics and the normalization (the rest is read twice, the second time mostly from L2).
 // Channels-last whole-segment plans may cut each range's channels into windows of whole groups: grid
 // is then ceil(units / per) x windows, a CTA per range and window.
-// Channels-first cluster plans cut each group into `cluster` ranges, the CTAs of one thread-block cluster
-// (sm_90+): a cluster barrier between the phases, no grid-wide one, any number of CTAs.
+// Cluster plans cut each segment (a group channels-first, a sample's window of groups channels-last) into
+// `cluster` ranges, the CTAs of one thread-block cluster (sm_90+): a cluster barrier between the phases, no
+// grid-wide one, any number of CTAs.
 struct GroupNormResidentPlan {
     int32_t grid = 0;
     int64_t per = 0, resident = 0;
@@ -76,10 +78,11 @@ GroupNormResidentPlan groupNormResidentPlan(DType dt, const GroupNormShape& s, b
 // groupNormResidentPick says so.
 GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& s, bool aligned,
                                                 const GroupNormResidentDevice& dev);
-// Each channels-first group cut into `ctas` ranges (2-8), the CTAs of one thread-block cluster, as much of
-// each range on chip as a CTA's shared memory holds: one launch with a cluster barrier between the phases
-// (sm_90+, no cooperative launch, any number of clusters). Grid 0: none (a group not a multiple of
-// ctas x 16-byte packs, more than 528 CTAs, channels-last).
+// Each group (channels-first) or sample's window of groups (channels-last: as many windows as
+// groupNormWholeSegmentPlan cuts) split into `ctas` ranges (2-8), the CTAs of one thread-block cluster, as much
+// of each range on chip as a CTA's shared memory holds: one launch with a cluster barrier between the phases
+// (sm_90+, no cooperative launch, any number of clusters). Grid 0: none (a group not a multiple of ctas x
+// 16-byte packs, pixels not a multiple of ctas, more than 528 CTAs).
 GroupNormResidentPlan groupNormClusterPlan(DType dt, const GroupNormShape& s, bool aligned,
                                            const GroupNormResidentDevice& dev, int64_t ctas);
 // The plan the plugin picks on a described GPU (a pure function), where each measured faster: the

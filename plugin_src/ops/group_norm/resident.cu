@@ -287,9 +287,9 @@ bool launchable(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
 }
 
 // Whether plan p's cluster fits the shape of geometry g (its widest packs) and this GPU runs such clusters:
-// each segment exactly `cluster` ranges (channels-first), a fused plan.
+// each segment exactly `cluster` ranges, a fused plan of the widest packs.
 bool clusterOk(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
-    return p.fused && !p.narrow && !g.cl && p.cluster >= 2 && p.cluster <= kClusterCtas && p.per * p.cluster == g.segLen &&
+    return p.fused && !p.narrow && p.cluster >= 2 && p.cluster <= kClusterCtas && p.per * p.cluster == g.segLen &&
            groupNormDevice().maxCluster >= p.cluster;
 }
 
@@ -370,15 +370,15 @@ GroupNormResidentPlan groupNormWholeSegmentPlan(DType dt, const GroupNormShape& 
 
 GroupNormResidentPlan groupNormClusterPlan(DType dt, const GroupNormShape& s, bool aligned,
                                            const GroupNormResidentDevice& dev, int64_t ctas) {
-    if (!shapeOk(s) || s.n == 0 || s.spatial == 0 || dev.smemPerBlock < 1 || s.layout != GroupNormLayout::kChannelsFirst ||
-        ctas < 2 || ctas > kClusterCtas)
-        return {};
-    const Geometry g = geometry(dt, s, vecFor(dt, s, aligned));
-    const int64_t segments = g.units / g.segLen;
-    if (g.segLen % (ctas * g.align) || segments > kMaxCtas / ctas) return {};
+    if (!shapeOk(s) || s.n == 0 || s.spatial == 0 || dev.smemPerBlock < 1 || ctas < 2 || ctas > kClusterCtas) return {};
+    const Geometry whole = geometry(dt, s, vecFor(dt, s, aligned));
+    if (!clThreadsOk(whole)) return {};
+    const Geometry g = windowed(whole, whole.cl ? windowsFor(dt, s, aligned) : 1);
+    const int64_t clusters = g.units / g.segLen * g.windows;
+    if (g.segLen % (ctas * g.align) || clusters > kMaxCtas / ctas) return {};
     GroupNormResidentPlan p;
     p.per = g.segLen / ctas;
-    p.grid = int32_t(segments * ctas);
+    p.grid = int32_t(clusters * ctas);
     p.fused = true;
     p.cluster = int32_t(ctas);
     GroupNormResidentDevice one = dev;
@@ -550,7 +550,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
             a.per = p.per, a.resident = p.resident, a.maxPieces = int32_t(maxPieces(pg, p.per));
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
             a.local = local(pg, p);
-            a.cluster = p.cluster > 0;
+            a.cluster = p.cluster;
             return launchWith(pg, a, p, smemOf(pg, p), stream);
         };
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked

@@ -17,8 +17,9 @@
 //      normalizes the staged tail from shared memory and the rest re-read from global (mostly L2), and
 //      stores y (and s) evict-first.
 //   Tensors that fit on chip (all units resident) move exactly what a copy moves.
-// Cluster plan (fused channels-first, segLen a multiple of per, a segment's CTAs one thread-block cluster):
-// step 2 is a cluster barrier (the partials it orders are in global memory, as for the grid barrier).
+// Cluster plan (fused, segLen a multiple of per, a segment's CTAs one thread-block cluster; channels-last
+// windowed, the CTAs of a sample's window): step 2 is a cluster barrier (the partials it orders are in global
+// memory, as for the grid barrier).
 // Whole-segment plan (fused, each CTA's range whole segments: per a multiple of segLen): step 2 is a CTA
 // barrier (no other CTA holds a piece of its segments), launched without the cooperative attribute, so
 // any number of CTAs, not all resident at once. Channels-last it may also cut each sample's channels into
@@ -85,7 +86,8 @@ template <class T> struct Gn {
     GroupNormAct act;
     bool stats, norm;            // the phases this launch runs (both: fused, a grid barrier between)
     bool local;                  // fused with whole segments per CTA: a CTA barrier between them
-    bool cluster;                // fused, each segment's CTAs one cluster: a cluster barrier between them
+    int32_t cluster;             // fused, each segment's (window's) CTAs one cluster of this many: a cluster
+                                 // barrier between them (0: none)
 };
 
 // 16-bit channels-last in 8-byte packs: the narrow plans, two CTAs per SM (64 registers, no spills).
@@ -119,7 +121,7 @@ template <class T> struct Cta {
     int32_t pieces;       // segments met
     const T* sx;          // staged x (unit rs at sx[0])
     const T* sk;          // staged full skip
-    int32_t cta;          // index of the range (blockIdx.x / windows)
+    int32_t cta;          // index of the range
     float2* red;          // channels-last: rows x lstride per-channel sums (of d, d^2)
     float* shift;         // pieces x width: K of each piece (and group)
     float* mean;          // pieces x width

@@ -50,9 +50,18 @@ residentKernel(Gn<T> a) {
     t.cta = int32_t(blockIdx.x);
     bool windowed = false; // this CTA sees a window of each pixel's channels (plans of 16-byte packs)
     if constexpr (kCl && VEC * sizeof(T) == 16) windowed = a.windows > 1;
-    if (windowed) {
-        t.cta = int32_t(a.windowsDiv.div(blockIdx.x));
-        toWindow(a, int32_t(blockIdx.x) - t.cta * a.windows);
+    if (windowed) { // CTA b: range b / windows, window b % windows; in clusters, window q % windows of sample
+        const int32_t b = int32_t(blockIdx.x); // q / windows, whose ranges are consecutive CTAs (q = b / cluster)
+        int32_t w;
+        if (a.cluster) {
+            const int32_t q = b / a.cluster, n = q / a.windows;
+            w = q - n * a.windows;
+            t.cta = n * a.cluster + (b - q * a.cluster);
+        } else {
+            t.cta = int32_t(a.windowsDiv.div(blockIdx.x));
+            w = b - t.cta * a.windows;
+        }
+        toWindow(a, w);
     }
     t.u0 = int64_t(t.cta) * a.per;
     t.u1 = t.u0 + a.per < a.units ? t.u0 + a.per : a.units;
