@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""GroupNorm (+ SiLU) against its peers, side by side in one process on one GPU: our kernels as the
-plugin runs them (channels-first: the split design, or the resident one where the plugin picks it;
-channels-last: the resident design), the channels-last one forced to its two launches, each design
-forced channels-first, the resident fused plans cut into 2 and 4 times as many CTAs (small shapes) or
-(channels-last) into channel windows, whole segments per CTA (groups; channels-last a sample's window of
-whole groups: no grid-wide barrier), each group (channels-last a sample's window of groups) one thread-block
-cluster of 2, 4 or 8 CTAs, eager F.group_norm on channels-first and channels-last tensors,
-torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at allows it, Liger-Kernel's group norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its last version: the
-harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the project)
-and a device copy of the same bytes. 32 groups; SD 1.5/2.x UNet shapes (C 320..2560, 64x64..8x8
-latents) at batch 1, 2 and 8, SD-XL (128x128..32x32 latents) at batch 1 and 2, and the VAE decoder.
+"""GroupNorm (+ SiLU) against its peers, side by side in one process on one GPU: our kernels as the plugin runs
+them (channels-first: the split design, or the resident one where the plugin picks it; channels-last: the
+resident design), the channels-last one forced to its two launches, each design forced channels-first, the
+resident fused plans cut into 2 and 4 times as many CTAs (small shapes) or (channels-last) into channel windows,
+whole segments per CTA (groups; channels-last a sample's window of whole groups: no grid-wide barrier), each
+group (channels-last a sample's window of groups) one thread-block cluster of 2, 4 or 8 CTAs, eager F.group_norm
+on channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at
+allows it, Liger-Kernel's group norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its
+last version: the harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the
+project) and a device copy of the same bytes. 32 groups; SD 1.5/2.x UNet shapes (C 320..2560, 64x64..8x8
+latents) at batch 1, 2, 4 and 8, SD-XL (128x128..32x32 latents) at batch 1 and 2, and the VAE decoder.
 Each launch is checked against eager first (bench_timing.mismatch); CUDA-graph medians.
 
   python3 scripts/bench_group_norm.py --out DIR [--quick] [--dtypes fp16 bf16] [--compile-at N C H W ...]

@@ -125,7 +125,8 @@ trtp::GroupNormShape residentShape(int layout, long long channel_stride, long lo
     return s;
 }
 void putPlan(const trtp::GroupNormResidentPlan& p, long long* out) {
-    if (out) out[0] = p.grid, out[1] = p.per, out[2] = p.resident, out[3] = p.fused, out[4] = p.narrow, out[5] = p.cluster;
+    if (!out) return;
+    out[0] = p.grid, out[1] = p.per, out[2] = p.resident, out[3] = p.fused, out[4] = p.narrow, out[5] = p.cluster;
 }
 trtp::GroupNormResidentPlan getPlan(const long long* v) {
     trtp::GroupNormResidentPlan p;

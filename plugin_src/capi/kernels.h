@@ -73,10 +73,11 @@ TRTP_API int trtp_group_norm_resident(int dtype, int layout, long long channel_s
 // SM: on the current GPU (configured 1; with 1 CTA per SM, what the plugin picks), or (0) on a GPU of
 // `sms` multiprocessors with `smem_per_block` bytes of opt-in shared memory and clusters of up to
 // `max_cluster` CTAs (sms 0: the two launches, the same everywhere); configured 2: what the plugin picks on
-// that GPU (groupNormResidentPick; with 1 CTA per SM and windows 1). whole_segments 1: groupNormWholeSegmentPlan on that GPU instead (channels-last:
-// grid = ranges x channel windows). windows (channels-last fused plans): channel windows of whole groups
-// per range, as GroupNormResidentDevice::windows (1: the plugin's; 0: as many as whole packs allow; -1:
-// none, whatever the plugin picks). cluster 2-8: groupNormClusterPlan with that many CTAs per group instead.
+// that GPU (groupNormResidentPick; with 1 CTA per SM and windows 1). whole_segments 1:
+// groupNormWholeSegmentPlan on that GPU instead (channels-last: grid = ranges x channel windows). windows
+// (channels-last fused plans): channel windows of whole groups per range, as GroupNormResidentDevice::windows
+// (1: the plugin's; 0: as many as whole packs allow; -1: none, whatever the plugin picks). cluster 2-8:
+// groupNormClusterPlan with that many CTAs per group (channels-last: per sample's window) instead.
 TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long channel_stride, long long n, long long channels,
                                             long long spatial, long long groups, int skip_mode, int configured,
                                             long long sms, long long smem_per_block, long long ctas_per_sm,

@@ -245,8 +245,8 @@ int main(int argc, char** argv) {
                     const trtp::GroupNormResidentPlan windows = trtp::groupNormResidentPlan(dt, shape, true, cut);
                     if (pad && windows.fused && windows.per != plans[0].per) plans.push_back(windows);
                     for (int64_t k : {2, 3, 4, 8}) { // channels-first: each group one cluster of k CTAs
-                        const trtp::GroupNormResidentPlan cluster = trtp::groupNormClusterPlan(dt, shape, true, rdev, k);
-                        if (cluster.grid && trtp::groupNormDevice().maxCluster >= k) plans.push_back(cluster);
+                        const auto cluster = trtp::groupNormClusterPlan(dt, shape, true, rdev, k);
+                        if (cluster.grid && rdev.maxCluster >= k) plans.push_back(cluster);
                     }
                     for (const trtp::GroupNormResidentPlan& plan : plans) {
                         for (int inPlace = 0; inPlace < 2; ++inPlace) {

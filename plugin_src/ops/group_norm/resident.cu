@@ -424,8 +424,8 @@ bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
 // 0.61-0.98x but at 30-60 KB (0.98-1.12x; the VAE decoder's groups of 0.5-8 MB 0.61-0.81x, in clusters of 8
 // 0.79-0.90x); clusters of 4 and 8 slower than 2 at every shape taken.
 int64_t groupNormClusterCtas(DType dt, const GroupNormShape& s) {
-    if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone || elemBytes(dt) != 2 ||
-        groupNormWholeSegmentsFirst(dt, s))
+    if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone ||
+        elemBytes(dt) != 2 || groupNormWholeSegmentsFirst(dt, s))
         return 0;
     const int64_t bytes = s.channels / s.groups * s.spatial * elemBytes(dt);
     const bool pays = (s.n >= 2 && s.n <= 4 && bytes >= 40 * 1024) || (s.n >= 5 && s.n <= 8 && bytes >= 128 * 1024);
