@@ -333,6 +333,9 @@ def test_channels_first_takes_the_resident_design_where_it_measured_faster():
     assert rf(2, 640, 1024, 32, "float16") and rf(4, 640, 4096, 32, "bfloat16") and rf(8, 640, 4096, 32, "float16")
     assert rf(4, 640, 1024, 32, "float16", activation="silu") and rf(3, 960, 1024, 32, "bfloat16")
     assert not rf(8, 640, 4096, 32, "float32") and not rf(5, 640, 1024, 32, "float16")  # FP32; 5 samples of 40 KB
+    # without a cluster plan (a GPU without clusters), where only the cluster rule said so: the split design
+    assert not rf(2, 640, 1024, 32, "float16", clusters=False) and not rf(8, 640, 4096, 32, "float16", clusters=False)
+    assert rf(2, 320, 4096, 32, "float16", clusters=False) and rf(4, 640, 1024, 32, "float16", clusters=False)
     assert not rf(2, 1280, 64, 32, "float16", "per_channel") and not rf(2, 1280, 64, 32, "float16", "full")
 
 
@@ -370,7 +373,8 @@ def test_choose_composes_the_plugins_rules():
     for n, c, spatial, dtype, mode, act in shapes:
         resident, split = group_norm.choose(n, c, spatial, 32, dtype, mode, act)
         rp = group_norm.resident_plan(n, c, spatial, 32, dtype, mode)
-        first = group_norm.resident_first(n, c, spatial, 32, dtype, mode, act) and rp[3]
+        first = group_norm.resident_first(n, c, spatial, 32, dtype, mode, act) and rp[3] and (
+            rp[5] or group_norm.resident_first(n, c, spatial, 32, dtype, mode, act, clusters=False))
         assert resident == (rp if first else None)
         assert split == ((0, 0, False) if first else group_norm.plan(n, 32, c // 32 * spatial, dtype, mode))
         if resident is None:

@@ -172,9 +172,9 @@ TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long cha
 }
 
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,
-                                           int skip_mode, int act) {
+                                           int skip_mode, int act, int clusters) {
     const auto s = residentShape(int(trtp::GroupNormLayout::kChannelsFirst), 0, n, channels, spatial, groups, skip_mode);
-    return trtp::groupNormResidentFirst(trtp::DType(dtype), s, trtp::GroupNormAct(act)) ? 1 : 0;
+    return trtp::groupNormResidentFirst(trtp::DType(dtype), s, trtp::GroupNormAct(act), clusters != 0) ? 1 : 0;
 }
 
 TRTP_API void trtp_group_norm_choose(int dtype, int layout, long long channel_stride, long long n, long long channels,

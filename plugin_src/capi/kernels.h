@@ -85,9 +85,10 @@ TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long cha
                                             long long cluster, long long* plan);
 
 // Whether the plugin runs a channels-first shape with the resident design rather than the split one
-// (groupNormResidentFirst; the plugin also needs its plan on the GPU to be fused): 1 or 0.
+// (groupNormResidentFirst; the plugin also needs its plan on the GPU to be fused, and a cluster plan where only
+// the cluster rule says so): 1 or 0. clusters 0: as where no cluster plan runs.
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,
-                                           int skip_mode, int act);
+                                           int skip_mode, int act, int clusters);
 
 // What the plugin runs a shape with on the current GPU (groupNormChoose), into choice[9]: the resident
 // plan (grid, per, resident, fused, narrow, cluster; grid 0: not chosen), then the split one (chunks,

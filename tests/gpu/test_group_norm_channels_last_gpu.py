@@ -386,7 +386,8 @@ def test_chosen_entry_is_the_plugins_design(torch, dtype):
         bias = torch.randn(c, generator=gen, device="cuda") if has_bias else None
         resident, split = group_norm.choose(n, c, spatial, 32, dtype, mode, act)
         rp = group_norm.resident_plan(n, c, spatial, 32, dtype, mode)
-        first = group_norm.resident_first(n, c, spatial, 32, dtype, mode, act) and rp[3]
+        first = group_norm.resident_first(n, c, spatial, 32, dtype, mode, act) and rp[3] and (
+            rp[5] or group_norm.resident_first(n, c, spatial, 32, dtype, mode, act, clusters=False))
         assert resident == (rp if first else None), (shape, variant, resident, rp)
         assert first or split == group_norm.plan(n, 32, c // 32 * spatial, dtype, mode), (shape, split)
         forced = dict(resident=resident) if resident else dict(plan=split, resident=False)

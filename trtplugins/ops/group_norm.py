@@ -263,12 +263,13 @@ def _plan(v) -> tuple[int, int, int, bool, bool, int]:
 
 
 def resident_first(n: int, channels: int, spatial: int, groups: int, dtype="float32", skip_mode="none",
-                   activation="none") -> bool:
+                   activation="none", clusters: bool = True) -> bool:
     """Whether the plugin runs this channels-first shape with the resident design rather than the split
-    one, where its plan on the GPU is fused (groupNormResidentFirst: where that measured faster)."""
+    one, where its plan on the GPU is fused and, where only the cluster rule says so, the cluster plan
+    (groupNormResidentFirst: where that measured faster). clusters False: as where no cluster plan runs."""
     return bool(kernels.load().trtp_group_norm_resident_first(
         kernels.dtype_id(dtype), n, channels, spatial, groups, skip_mode_id(skip_mode),
-        kernels.lookup(ACTIVATION_IDS, activation, "activation")))
+        kernels.lookup(ACTIVATION_IDS, activation, "activation"), int(clusters)))
 
 
 def channels_last_ok(dtype, channels: int, stride: int = 0) -> bool:

@@ -185,6 +185,8 @@ GroupNormChoice groupNormChoose(DType dt, const GroupNormShape& s, GroupNormAct 
     try {
         const bool cl = s.layout == GroupNormLayout::kChannelsLast;
         if (cl || groupNormResidentFirst(dt, s, act)) c.resident = groupNormResidentConfigure(dt, s, true);
+        // resident first for its cluster plan alone, where the GPU cannot run or hold it: the split design
+        if (!cl && !c.resident.cluster && !groupNormResidentFirst(dt, s, act, false)) c.resident = {};
         if (!cl && !c.resident.fused) {
             c.resident = {};
             if (s.groups > 0 && s.channels % s.groups == 0)

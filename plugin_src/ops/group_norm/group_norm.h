@@ -96,8 +96,9 @@ GroupNormResidentPlan groupNormResidentPick(DType dt, const GroupNormShape& s, b
 // every CTA of it at once (occupancy) or its CTAs need no grid-wide barrier, else two launches.
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept;
 // Whether a channels-first shape runs the resident design rather than the split one (where the fused
-// plan measured faster; a pure function of its arguments: the caller checks the plan is fused).
-bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act);
+// plan measured faster; a pure function of its arguments: the caller checks the plan is fused, and a cluster
+// plan where only groupNormClusterCtas says so). clusters false: as where no cluster plan runs.
+bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act, bool clusters = true);
 // Whether a channels-first shape runs whole groups per CTA (1-8 samples, no skip, groups of 32 KB or
 // less, and 16-bit groups of 64 KB or less on 3-4 samples: where a CTA each measured faster than sharing
 // them across the GPU): a pure function.

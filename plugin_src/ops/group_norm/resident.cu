@@ -394,10 +394,10 @@ GroupNormResidentPlan groupNormClusterPlan(DType dt, const GroupNormShape& s, bo
 // every run, op and dtype), 0.93-1.04x with 40-60 KB groups (8x640x32x32, 8x960x32x32), 0.94-0.99x at
 // 8x640x64x64 (160 KB, 42 MB): the resident design for 3-8 samples of 64-128 KB groups up to 32 MB. GroupNorm+SiLU
 // in FP32, not measured against the split design since the SiLU's run-10 form: from 32 MB, as run 3 found.
-bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act) {
+bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act, bool clusters) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
     if (act != GroupNormAct::kNone && act != GroupNormAct::kSilu) return false;
-    if (groupNormWholeSegmentsFirst(dt, s) || groupNormClusterCtas(dt, s)) return true;
+    if (groupNormWholeSegmentsFirst(dt, s) || (clusters && groupNormClusterCtas(dt, s))) return true;
     const int64_t eb = elemBytes(dt), elems = s.n * s.channels * s.spatial, group = s.channels / s.groups * s.spatial;
     if (eb == 2 && s.n >= 3 && s.n <= 8)
         return group >= 32 * 1024 && group < 64 * 1024 && elems <= int64_t(16) << 20; // 64-128 KB, 32 MB
