@@ -280,8 +280,8 @@ bool clustersFit(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
     return succeeded(e);
 }
 
-// Whether fused plan p can launch on the current GPU as planned: its CTAs need no grid-wide barrier, or all
-// fit at once.
+// Whether fused plan p can launch on the current GPU as planned: its CTAs hold whole segments, one of its
+// clusters fits, or (a grid-wide barrier) all of its CTAs fit at once.
 bool launchable(DType dt, const Geometry& g, const GroupNormResidentPlan& p) {
     return local(g, p) || (p.cluster ? clustersFit(dt, g, p) : coResident(dt, g, p));
 }
