@@ -1,6 +1,6 @@
-"""One resident GroupNorm launch, FP16, for ncu to profile (queued.sh): the plugin's plan, or with
-`whole` the whole-segment one:
-    python3 benchmarks/experiments/gn_launch.py LAYOUT N C H W [whole]"""
+"""One resident GroupNorm launch, FP16, for ncu to profile (queued.sh): the plugin's plan, with `whole` the
+whole-segment one, with `cluster K` the cluster plan of K CTAs per group (channels-last: per sample's window):
+    python3 benchmarks/experiments/gn_launch.py LAYOUT N C H W [whole | cluster K]"""
 
 import sys
 from pathlib import Path
@@ -17,5 +17,7 @@ ones = torch.ones(c, device="cuda")
 plan = True
 if sys.argv[6:] == ["whole"]:
     plan = group_norm.resident_plan(n, c, h * w, 32, "float16", layout=layout, whole_segments=True)
+elif sys.argv[6:7] == ["cluster"]:
+    plan = group_norm.resident_plan(n, c, h * w, 32, "float16", layout=layout, cluster=int(sys.argv[7]))
 group_norm.kernel(x, num_groups=32, gamma=ones, beta=ones, resident=plan, layout=layout)
 torch.cuda.synchronize()

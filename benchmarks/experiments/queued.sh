@@ -50,8 +50,9 @@
 #   gn7      run 7's: the channels-first GPU tests (the whole-segment pick), the resident sanitizers, then gn
 #   repick   the AOT library from the measured configurations, checked and timed at every form, dtype and
 #            hidden size beside ours: $OUT/triton_picks.json, to commit as plugin_src/ops/skip_norm/
-#   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes,
-#            then ncu of the resident kernel channels-last and channels-first at SD batch 2
+#   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes (GN_DTYPES:
+#            fp16 bf16), then ncu of the resident kernel at SD batch 2: the picks of both layouts, and channels-last
+#            in clusters of 8 (forced)
 #   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and
 #            SkipNorm GPU tests through it, then the check (ours, AOT and the launch's own choice: picked)
 #   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
@@ -153,13 +154,15 @@ case ${1:-} in
           timeout 300 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 \
             > "$OUT/check.log" 2>&1; tail -112 "$OUT/check.log" | grep "^|" ;;
   gn) SETUP_ONLY=1 bash $batch; gpu_library # the wheels and the TensorRT OSS peer; the library (carried or built)
-      timeout 420 python3 scripts/bench_group_norm.py --out "$OUT" --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 \
-        2 320 128 128 1 256 256 256 1 128 512 512 > "$OUT/bench.log" 2>&1; tail -4 "$OUT/bench.log"
-      for layout in channels_last channels_first; do
+      timeout 420 python3 scripts/bench_group_norm.py --out "$OUT" --dtypes ${GN_DTYPES:-fp16 bf16} \
+        --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512 \
+        > "$OUT/bench.log" 2>&1; tail -4 "$OUT/bench.log"
+      for case in channels_last channels_first "channels_last cluster 8"; do # the last: forced (not picked)
+        set -- $case; name=ncu_resident_${1}${2:+_$2$3}
         timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
           --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
-          $gn_launch $layout 2 320 64 64 > "$OUT/ncu_resident_$layout.txt" 2>&1
-        tail -40 "$OUT/ncu_resident_$layout.txt"
+          $gn_launch $1 2 320 64 64 ${2:+$2 $3} > "$OUT/$name.txt" 2>&1
+        tail -40 "$OUT/$name.txt"
       done ;;
   focus) TESTS="(group_norm and not plugin) or torch_gpu" TEST_TIMEOUT=180 SANITIZE="group_norm_resident_small" \
            MEMCHECK="group_norm_resident" SANITIZE_TIMEOUT=45 BENCH_TIMEOUT=150 QUEUED_NESTED=1 bash "$0" gnq ;;
