@@ -8,8 +8,10 @@ group (channels-last a sample's window of groups) one thread-block cluster of 2,
 on channels-first and channels-last tensors, torch.compile(mode="max-autotune-no-cudagraphs") where --compile-at
 allows it, Liger-Kernel's group norm (no SiLU), TensorRT OSS's groupNorm plugin kernels (channels-last FP16, its
 last version: the harness in ../shared/peers/trtoss_groupnorm, copied into .peers/ to travel; never part of the
-project) and a device copy of the same bytes. 32 groups; SD 1.5/2.x UNet shapes (C 320..2560, 64x64..8x8
-latents) at batch 1, 2, 4 and 8, SD-XL (128x128..32x32 latents) at batch 1 and 2, and the VAE decoder.
+project), a device copy of the same bytes and (GroupNorm rows) the one-launch designs' floors: x copied through
+shared memory by a plan's CTAs with its barrier between the loads and the stores. 32 groups; SD 1.5/2.x UNet
+shapes (C 320..2560, 64x64..8x8 latents) at batch 1, 2, 4 and 8, SD-XL (128x128..32x32 latents) at batch 1 and
+2, and the VAE decoder.
 Each launch is checked against eager first (bench_timing.mismatch); CUDA-graph medians.
 
   python3 scripts/bench_group_norm.py --out DIR [--quick] [--dtypes fp16 bf16] [--compile-at N C H W ...]
@@ -22,6 +24,7 @@ matplotlib). --plot JSON draws a committed run's plot beside it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -36,10 +39,14 @@ if __name__ == "__main__" and "--help" not in sys.argv and "-h" not in sys.argv:
     sys.path.insert(0, str(ROOT / "scripts"))
     from bench_timing import compiled, copy_time, graph_time, mismatch  # noqa: E402
 
+    from trtplugins import kernels  # noqa: E402
     from trtplugins.ops import group_norm  # noqa: E402
 
 GROUPS, EPS = 32, 1e-5
 CLUSTERS = (2, 4, 8)  # cluster plans timed: CTAs per group (channels-last: per sample's window of groups)
+# the one-launch designs' floors (group_norm.floor): x copied through shared memory by a plan's CTAs with its
+# barrier between the loads and the stores: none (2 CTAs a group), a CTA's (one a group), a cluster of 2's, the grid's
+FLOORS = ("none", "cta", "cluster", "grid")
 SD15 = [(320, 64), (640, 32), (1280, 16), (1280, 8), (2560, 8), (1920, 16), (960, 32), (640, 64)]
 SDXL = [(320, 128), (640, 64), (1280, 32)]
 VAE = [(512, 64), (512, 128), (512, 256), (256, 256), (256, 512), (128, 512), (128, 1024)]
@@ -48,7 +55,7 @@ QUICK = [(2, 320, 64, 64), (2, 640, 32, 32), (2, 1280, 16, 16), (2, 1280, 8, 8),
 PEERS = ("ours_cf", "ours_cl", "cl_two_launches", "resident_cf", "split_cf", "resident_cf_x2", "resident_cl_x2",
          "resident_cf_2g", "resident_cf_4g", "resident_cl_2g", "resident_cl_4g", "resident_cf_whole",
          "resident_cl_whole", "resident_cl_windows", "resident_cl_all",
-         *(f"resident_{t}_c{k}" for t in ("cf", "cl") for k in CLUSTERS),
+         *(f"resident_{t}_c{k}" for t in ("cf", "cl") for k in CLUSTERS), *(f"floor_{b}" for b in FLOORS),
          "eager_cf", "eager_cl", "compile_cf", "liger", "trtoss_cl")
 
 
@@ -151,6 +158,8 @@ def point(shape, dt, silu, lig, oss, compile_it):
                 plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, windows=windows)
                 if plan[3] and plan != base:
                     forced(key, v, out, plan)
+    if not silu:  # the same bytes either op
+        floors(x, y, n * GROUPS, sms, rec, fns)
     if lig is not None and not silu:
         fns["liger"] = lambda: lig(x, c, GROUPS, wt, bt, EPS)[0]
     if oss is not None and dt == torch.float16:
@@ -174,6 +183,26 @@ def point(shape, dt, silu, lig, oss, compile_it):
     rec["ran_cl"] = ours(xcl, ycl, return_plan=True)[1]
     rec["ran_resident_cf"] = ours(x, y, resident=True, return_plan=True)[1]
     return rec
+
+
+def floors(x, y, segments, sms, rec, fns):
+    """The floors' launches into fns where each runs here and copies x exactly (a share past a CTA's shared memory
+    or, for the grid's, more CTAs than fit: none; why in rec)."""
+    for barrier in FLOORS:
+        ctas, cluster = {"none": (2 * segments, 0), "cta": (segments, 0), "cluster": (2 * segments, 2),
+                         "grid": (sms, 0)}[barrier]
+        launch = functools.partial(group_norm.floor, x, y, barrier, ctas, cluster)
+        try:
+            y.zero_()
+            launch()
+        except kernels.KernelError as e:
+            rec[f"floor_{barrier}_none"] = str(e)[:120]
+            continue
+        if torch.equal(y.view(torch.int16), x.view(torch.int16)):
+            fns[f"floor_{barrier}"] = launch
+        else:
+            rec[f"floor_{barrier}_wrong"] = "y != x"
+            print(f"  WRONG floor {barrier}: y != x", flush=True)
 
 
 def more_ctas(plan, k, n, c, spatial, layout, elem, sms):
@@ -204,8 +233,9 @@ def table(rows):
             "resident cf, cl at 2 CTAs per SM | eager cf / cl | "
             "compile | liger | trtoss cl | vs compile | vs eager | vs trtoss (cl) | % copy resident cf / cl at 2x, 4x CTAs | "
             "% copy whole segments per CTA cf / cl | % copy cl fused in channel windows / over all channels | "
-            f"% copy in clusters of {', '.join(map(str, CLUSTERS))} CTAs per group (cl: per window) cf / cl |")
-    lines = [head, "|" + "---|" * 18]
+            f"% copy in clusters of {', '.join(map(str, CLUSTERS))} CTAs per group (cl: per window) cf / cl | "
+            "% copy floors: staged copy, + a CTA's / a cluster of 2's / the grid's barrier |")
+    lines = [head, "|" + "---|" * 19]
     for r in rows:
         us = lambda k: f"{r[k] * 1e6:.2f}" if r.get(k) else "-"  # noqa: E731
         cells = [r["op"], r["dtype"], "x".join(map(str, r["shape"])), f"{r['mb']:.1f}", us("ours_cf"), us("ours_cl"),
@@ -217,7 +247,8 @@ def table(rows):
                  f"{pct(r, 'resident_cf_2g')}, {pct(r, 'resident_cf_4g')} / {pct(r, 'resident_cl_2g')}, {pct(r, 'resident_cl_4g')}",
                  f"{pct(r, 'resident_cf_whole')} / {pct(r, 'resident_cl_whole')}",
                  f"{pct(r, 'resident_cl_windows')} / {pct(r, 'resident_cl_all')}",
-                 " / ".join(", ".join(pct(r, f"resident_{t}_c{k}") for k in CLUSTERS) for t in ("cf", "cl"))]
+                 " / ".join(", ".join(pct(r, f"resident_{t}_c{k}") for k in CLUSTERS) for t in ("cf", "cl")),
+                 " / ".join(pct(r, f"floor_{b}") for b in FLOORS)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

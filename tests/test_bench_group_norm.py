@@ -34,7 +34,7 @@ def test_table_has_a_cell_per_column():
     head, rule, line = table([row])
     assert head.count("|") == rule.count("|") == line.count("|")
     # the whole-segment plans' % of copy, the fused ones, the cluster plans' (2, 4, 8 CTAs per group)
-    assert line.endswith("| 67 / - | 25 / - | -, 200, - / -, -, - |")
+    assert line.endswith("| 67 / - | 25 / - | -, 200, - / -, -, - | - / - / - / - |")
 
 
 def test_plot_draws_a_png_where_matplotlib_is(tmp_path):

@@ -85,3 +85,18 @@ def test_skip_rows_is_one_rule_in_both_languages():
         assert skip_rows(x, s) == rows, (x, s)
         if min(x) >= 0:
             assert skip_norm.skip_fits(x, s) == (rows >= 0), (x, s)
+
+
+def test_group_norm_floor_refuses_bad_arguments_without_launching():
+    """trtp_group_norm_floor (the benchmark's one-launch floors) checks its arguments before any CUDA call:
+    cudaErrorInvalidValue (1) for an unknown barrier, bytes not whole 16-byte packs, a null or misaligned pointer,
+    no CTAs, a cluster that does not divide them; the Python side names the barriers."""
+    floor = kernels.load().trtp_group_norm_floor
+    buf = ctypes.create_string_buffer(64 + 16)
+    p = ctypes.addressof(buf) + (-ctypes.addressof(buf)) % 16  # 16-byte aligned
+    for barrier, x, y, nbytes, ctas, cluster in [(7, p, p, 64, 1, 0), (-1, p, p, 64, 1, 0), (0, p, p, 60, 1, 0),
+                                                  (0, None, p, 64, 1, 0), (0, p + 8, p, 64, 1, 0), (1, p, p, 64, 0, 0),
+                                                  (2, p, p, 64, 3, 2), (2, p, p, 64, 2, 9), (3, p, p, 0, 1, 0)]:
+        assert floor(barrier, x, y, nbytes, ctas, cluster, None) == 1, (barrier, nbytes, ctas, cluster)
+    with pytest.raises(ValueError, match="barrier must be one of none, cta, cluster, grid"):
+        group_norm.floor(None, None, "mesh", 1)

@@ -59,7 +59,7 @@ TRTP_API const char* trtp_entries() {
               TRTP_ENTRY(trtp_group_norm_workspace), TRTP_ENTRY(trtp_group_norm_resident),
               TRTP_ENTRY(trtp_group_norm_resident_plan), TRTP_ENTRY(trtp_group_norm_resident_first),
               TRTP_ENTRY(trtp_group_norm_choose), TRTP_ENTRY(trtp_group_norm_chosen),
-              TRTP_ENTRY(trtp_group_norm_channels_last_ok),
+              TRTP_ENTRY(trtp_group_norm_channels_last_ok), TRTP_ENTRY(trtp_group_norm_floor),
               TRTP_ENTRY(trtp_error_string), TRTP_ENTRY(trtp_empty_launch),
               TRTP_ENTRY(trtp_op_create), TRTP_ENTRY(trtp_op_destroy), TRTP_ENTRY(trtp_op_nb_outputs),
               TRTP_ENTRY(trtp_op_output_dims), TRTP_ENTRY(trtp_op_configure), TRTP_ENTRY(trtp_op_workspace),

@@ -206,6 +206,14 @@ TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_str
     return int(trtp::launchGroupNorm(trtp::DType(dtype), a, static_cast<cudaStream_t>(stream)));
 }
 
+TRTP_API int trtp_group_norm_floor(int barrier, const void* x, void* y, long long bytes, long long ctas,
+                                   long long cluster, void* stream) {
+    if (barrier < 0 || barrier > 3 || ctas > INT32_MAX || cluster < 0 || cluster > INT32_MAX)
+        return int(cudaErrorInvalidValue);
+    return int(trtp::launchGroupNormFloor(trtp::GroupNormFloor(barrier), x, y, bytes, int32_t(ctas), int32_t(cluster),
+                                          static_cast<cudaStream_t>(stream)));
+}
+
 TRTP_API int trtp_group_norm_channels_last_ok(int dtype, long long channels, long long channel_stride) {
     return trtp::groupNormChannelsLastOk(trtp::DType(dtype), channels, channel_stride) ? 1 : 0;
 }

@@ -104,6 +104,11 @@ TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_str
                                     long long spatial, long long groups, float epsilon, int act, const long long* choice,
                                     void* stream);
 
+// GroupNorm's one-launch floors (launchGroupNormFloor): bytes of x copied to y by ctas CTAs through shared
+// memory, barrier 0 none, 1 the CTA's, 2 the cluster's (of `cluster` CTAs), 3 the grid's. Returns the CUDA status.
+TRTP_API int trtp_group_norm_floor(int barrier, const void* x, void* y, long long bytes, long long ctas,
+                                   long long cluster, void* stream);
+
 // Whether a channels-last shape has a kernel (groupNormChannelsLastOk): 1 or 0.
 TRTP_API int trtp_group_norm_channels_last_ok(int dtype, long long channels, long long channel_stride);
 

@@ -408,3 +408,25 @@ def test_chosen_entry_is_the_plugins_design(torch, dtype):
     # channels-last: the resident design, the plan the plugin configures
     resident, _ = group_norm.choose(2, 320, 4096, 32, dtype, layout="channels_last", stride=320)
     assert resident == group_norm.resident_plan(2, 320, 4096, 32, dtype, "none", "channels_last")
+
+
+@pytest.mark.gpu
+def test_floors_copy_x_exactly(torch):
+    """The benchmark's one-launch floors (group_norm.floor): x copied to y bit for bit through each barrier at SD
+    batch 2's splits (2 CTAs a group, one a group, clusters of 2 where the GPU runs them, the grid's one CTA per
+    SM); a share past a CTA's shared memory, and more cooperative CTAs than fit, are refused, not run."""
+    x = torch.randn(2, 320, 64, 64, device="cuda").half()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    cases = [("none", 128, 0), ("cta", 64, 0), ("grid", sms, 0)]
+    if group_norm.device()["max_cluster"] >= 2:
+        cases.append(("cluster", 128, 2))
+    for barrier, ctas, cluster in cases:
+        y = torch.zeros_like(x)
+        group_norm.floor(x, y, barrier, ctas, cluster)
+        torch.cuda.synchronize()
+        assert torch.equal(y.view(torch.int16), x.view(torch.int16)), barrier
+    big = torch.zeros(1 << 24, device="cuda", dtype=torch.half)  # 32 MB on one CTA
+    with pytest.raises(kernels.KernelError, match="CUDA error"):
+        group_norm.floor(big, big.clone(), "none", 1)
+    with pytest.raises(kernels.KernelError, match="CUDA error"):
+        group_norm.floor(x, torch.zeros_like(x), "grid", 64 * sms)  # 64 CTAs of 512 threads per SM cannot fit

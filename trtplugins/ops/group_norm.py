@@ -272,6 +272,26 @@ def resident_first(n: int, channels: int, spatial: int, groups: int, dtype="floa
         kernels.lookup(ACTIVATION_IDS, activation, "activation"), int(clusters)))
 
 
+#: the barriers of trtp_group_norm_floor (GroupNormFloor)
+FLOORS = {"none": 0, "cta": 1, "cluster": 2, "grid": 3}
+
+
+def floor(x, y, barrier: str, ctas: int, cluster: int = 0) -> None:
+    """A one-launch design's floor (launchGroupNormFloor, for the benchmark): x's bytes copied to y by `ctas`
+    CTAs, each its share through shared memory, with a barrier between its loads and its stores: "none", "cta",
+    "cluster" (clusters of `cluster` CTAs, sm_90+) or "grid" (a cooperative launch). x and y: CUDA tensors of the
+    same bytes (a multiple of 16), 16-byte aligned. Raises KernelError where the launch is refused (a share past a
+    CTA's shared memory; for "grid", more CTAs than fit at once)."""
+    if barrier not in FLOORS:
+        raise ValueError(f"barrier must be one of {', '.join(FLOORS)}; got {barrier!r}")
+    nbytes = x.numel() * x.element_size()
+    if not (x.is_cuda and y.is_cuda) or y.numel() * y.element_size() != nbytes:
+        raise ValueError("x and y must be CUDA tensors of the same bytes")
+    with kernels.on_device(x):
+        kernels.check(kernels.load().trtp_group_norm_floor(FLOORS[barrier], x.data_ptr(), y.data_ptr(), nbytes, ctas,
+                                                           cluster, kernels.stream_of(x)), "group_norm floor")
+
+
 def channels_last_ok(dtype, channels: int, stride: int = 0) -> bool:
     """Whether a channels-last shape has a kernel (a row of packs of a pixel within a CTA's threads)."""
     return bool(kernels.load().trtp_group_norm_channels_last_ok(kernels.dtype_id(dtype), channels, stride))

@@ -190,6 +190,15 @@ struct GroupNormArgs {
 cudaError_t launchGroupNorm(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormPlan* ran = nullptr,
                             GroupNormResidentPlan* ranResident = nullptr);
 
+// The floors of the one-launch designs, for the benchmark (floor.cu): x copied to y (bytes a multiple of 16,
+// both 16-byte aligned) by `ctas` CTAs, each its share through shared memory, with a barrier of this kind
+// between its loads and its stores (kCluster: clusters of `cluster` CTAs, sm_90+; kGrid: a cooperative launch,
+// every CTA resident at once). Returns the launch status (cudaErrorInvalidValue: bad arguments, or a share past
+// a CTA's shared memory).
+enum class GroupNormFloor : int32_t { kNone = 0, kCta = 1, kCluster = 2, kGrid = 3 };
+cudaError_t launchGroupNormFloor(GroupNormFloor barrier, const void* x, void* y, int64_t bytes, int32_t ctas,
+                                 int32_t cluster, cudaStream_t stream) noexcept;
+
 // The resident design alone (launchGroupNorm calls it for channels-last or a resident plan).
 cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStream_t stream, GroupNormResidentPlan* ran);
 size_t groupNormResidentWorkspaceSize(int64_t n, int64_t groups, GroupNormLayout layout);
