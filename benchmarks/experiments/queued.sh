@@ -2,7 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gn (the channels-last cluster plans), the GPU tests and sanitizers (gpu_batch.sh), retune with
+# Steps (next: the GPU tests and sanitizers (gpu_batch.sh: the channels-last cluster plans' first run), gn (them
+# timed, and the floors), retune with
 # RETUNE_DTYPES=float32 RETUNE_HIDDENS="768 1024 2048 3072 4096 5120 8192 12288 16384"
 # (FP32 LayerNorm and RMSNorm), retune with RETUNE_FORMS=skip_layer_norm, the same hiddens and every dtype, then
 # norms for the dtypes whose picks moved, biasncu, normncu (the misses left),
