@@ -3,9 +3,6 @@
 // stores: none, the CTA's own (whole groups per CTA), its cluster's or the grid's (cooperative).
 #include "common.cuh"
 #include "group_norm.h"
-
-#include <cooperative_groups.h>
-
 #include "packs.cuh"
 
 namespace trtp {
@@ -19,17 +16,9 @@ __global__ void __launch_bounds__(kFloorThreads) floorKernel(const __half* x, __
     const int64_t base = int64_t(blockIdx.x) * per;
     const int32_t m = int32_t(base < n ? (n - base < per ? n - base : per) : 0);
     stage<__half, 8>(tile, x + base, m);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;\n" ::: "memory"); // a thread stores the packs it loaded: no barrier needed
-#endif
+    waitOwnStaged(); // a thread stores the packs it loaded itself: no barrier needed
     if constexpr (B == GroupNormFloor::kCta) __syncthreads();
-    if constexpr (B == GroupNormFloor::kCluster) {
-#if __CUDA_ARCH__ >= 900
-        cooperative_groups::this_cluster().sync();
-#else
-        __trap(); // never launched: the launch asks for an sm_90+ image first
-#endif
-    }
+    if constexpr (B == GroupNormFloor::kCluster) clusterBarrier();
     if constexpr (B == GroupNormFloor::kGrid) cooperative_groups::this_grid().sync();
     for (int32_t j = int32_t(threadIdx.x) * 8; j < m; j += kFloorThreads * 8)
         *reinterpret_cast<int4*>(y + base + j) = *reinterpret_cast<const int4*>(tile + j);

@@ -4,6 +4,7 @@
 #include "activations.cuh"
 #include "common.cuh"
 
+#include <cooperative_groups.h>
 #include <type_traits>
 
 namespace trtp {
@@ -136,11 +137,26 @@ __device__ __forceinline__ void stageRows(T* dst, const T* src, int32_t n, int32
     }
 }
 
-__device__ __forceinline__ void waitStaged() {
+// Waits for this thread's copies into shared memory (visible to it alone until a barrier).
+__device__ __forceinline__ void waitOwnStaged() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
+}
+
+// Waits for every copy of the block into shared memory.
+__device__ __forceinline__ void waitStaged() {
+    waitOwnStaged();
     __syncthreads();
+}
+
+// The thread-block cluster's barrier (release / acquire: the memory writes before it are visible after it).
+__device__ __forceinline__ void clusterBarrier() {
+#if __CUDA_ARCH__ >= 900
+    cooperative_groups::this_cluster().sync();
+#else
+    __trap(); // never launched: cluster launches run only where groupNormDevice() finds an sm_90+ image
+#endif
 }
 
 } // namespace

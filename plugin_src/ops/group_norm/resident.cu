@@ -33,6 +33,7 @@ template <class F> void forEachKernelOf(F&& f) {
 
 int64_t elemBytes(DType dt) { return dt == DType::kFloat32 ? 4 : 2; }
 int64_t vecOf(DType dt) { return 16 / elemBytes(dt); }
+int64_t groupBytes(DType dt, const GroupNormShape& s) { return s.channels / s.groups * s.spatial * elemBytes(dt); }
 
 // Elements between pixels channels-last (channels unless padded).
 int64_t strideOf(const GroupNormShape& s) { return s.channelStride ? s.channelStride : s.channels; }
@@ -412,7 +413,7 @@ bool groupNormResidentFirst(DType dt, const GroupNormShape& s, GroupNormAct act,
 // 40-60 KB groups (4x640x32x32, 4x960x32x32): 1.29-1.46x the pick then, 1.00-1.11x the cluster plan.
 bool groupNormWholeSegmentsFirst(DType dt, const GroupNormShape& s) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone) return false;
-    const int64_t bytes = s.channels / s.groups * s.spatial * elemBytes(dt);
+    const int64_t bytes = groupBytes(dt, s);
     if (elemBytes(dt) == 2 && s.n >= 3 && s.n <= 4 && bytes <= 64 * 1024) return true;
     return s.n >= 1 && s.n <= 8 && s.spatial > 0 && bytes <= 32 * 1024;
 }
@@ -427,7 +428,7 @@ int64_t groupNormClusterCtas(DType dt, const GroupNormShape& s) {
     if (!shapeOk(s) || s.layout != GroupNormLayout::kChannelsFirst || s.skip != GroupNormSkip::kNone ||
         elemBytes(dt) != 2 || groupNormWholeSegmentsFirst(dt, s))
         return 0;
-    const int64_t bytes = s.channels / s.groups * s.spatial * elemBytes(dt);
+    const int64_t bytes = groupBytes(dt, s);
     const bool pays = (s.n >= 2 && s.n <= 4 && bytes >= 40 * 1024) || (s.n >= 5 && s.n <= 8 && bytes >= 128 * 1024);
     return pays ? 2 : 0;
 }

@@ -28,13 +28,8 @@ template <class T> __device__ __forceinline__ void toWindow(Gn<T>& a, int32_t w)
 // The barrier between a fused launch's phases: the CTA's own (whole segments), its cluster's or the grid's.
 template <class T> __device__ __forceinline__ void phaseBarrier(const Gn<T>& a) {
     if (a.local) __syncthreads();
-    else if (a.cluster) {
-#if __CUDA_ARCH__ >= 900
-        cooperative_groups::this_cluster().sync();
-#else
-        __trap(); // never launched: cluster plans run only where groupNormDevice() finds an sm_90+ image
-#endif
-    } else cooperative_groups::this_grid().sync();
+    else if (a.cluster) clusterBarrier();
+    else cooperative_groups::this_grid().sync();
 }
 
 // STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch).
