@@ -44,6 +44,16 @@ def test_kernel_refuses_other_layouts_in_one_line():
         group_norm.kernel(x, num_groups=2, gamma=torch.ones(8))
 
 
+def test_kernel_refuses_channels_last_shapes_without_a_kernel_in_one_line():
+    """FP32 channels-last from 2560 channels (a pixel's packs past a CTA's threads) has no kernel: a clear error
+    before any launch, not the launch's invalid argument; FP16 has one (x on the CPU is refused next)."""
+    x = torch.zeros(1, 2560, 2, 2).contiguous(memory_format=torch.channels_last)
+    with pytest.raises(ValueError, match="no kernel for 2560 channels of torch.float32.*pass x contiguous"):
+        group_norm.kernel(x, num_groups=32, gamma=torch.ones(2560))
+    with pytest.raises(ValueError, match="must be CUDA tensors"):
+        group_norm.kernel(x.half(), num_groups=32, gamma=torch.ones(2560))
+
+
 def test_spatial_dims_of_one_are_both_layouts():
     """[N, C, 1, 1] (a UNet's time embedding, an 8x8 feature map pooled): contiguous and channels-last at
     once; the binding's layout argument says which kernel, the stride check accepts either."""

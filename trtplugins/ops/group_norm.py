@@ -323,6 +323,9 @@ def kernel(x, skip=None, *, num_groups: int, gamma, beta=None, bias=None, activa
     cs = None if layout != "channels_last" and x.is_contiguous() else channel_stride(x)
     if cs is None and (layout == "channels_last" or not x.is_contiguous()):
         raise ValueError("x must be contiguous or stored channels-last (channels contiguous, pixels in order)")
+    if cs is not None and not channels_last_ok(kernels.dtype_name(x), c, cs):
+        raise ValueError(f"channels-last GroupNorm has no kernel for {c} channels of {x.dtype} (a pixel's packs past a "
+                         "CTA's threads); pass x contiguous")
     y = empty_like(x) if out is None else out
     s = (empty_like(x) if sum_out is None else sum_out) if output_sum else None
     for t, name in ((y, "out"), (s, "sum_out")):
