@@ -223,8 +223,8 @@ def committed_picks(runs: Path, arch: int = 90) -> dict:
 def merge_run(run: list[dict], runs: Path) -> list[str]:
     """A new large-launch run (triton_aot_check.py's triton_aot.json) into the runs committed in `runs`: the
     rows of each key it measured replace that key's rows in triton_aot.json and, for its 16-bit rows, in
-    triton_aot_io.json (where a key may hold several runs: the new one alone then stands for it); other keys
-    keep theirs. A key whose launch did not match the reference is not merged. Returns the keys merged."""
+    triton_aot_io.json (where a key may hold several runs: the new one alone then stands for it), their tables
+    (.md) written again; other keys keep theirs. A key whose launch did not match the reference is not merged. Returns the keys merged."""
     row_key = lambda r: key(r["form"], r["dtype"], r["hidden"])  # noqa: E731
     done = {row_key(r) for r in run if r.get("aot_us")} - {row_key(r) for r in run if r.get("mismatch")}
     for name, new in (("triton_aot.json", [r for r in run if row_key(r) in done]),
@@ -242,7 +242,23 @@ def merge_run(run: list[dict], runs: Path) -> list[str]:
                 placed.add(k)
         out += [r for k, rs in mine.items() if k not in placed for r in rs]
         _write(path, json.dumps(out, indent=1) + "\n")
+        _write(path.with_suffix(".md"), table(out))
     return sorted(done)
+
+
+def table(rows: list[dict]) -> str:
+    """The rows of a run (triton_aot_check.py's) as the markdown table committed beside their JSON."""
+    cols = ("form", "dtype", "hidden", "rows", "AOT us", "ours us", "picked us", "ours io us", "picked io us",
+            "compile us", "copy us", "AOT % of copy", "check")
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    nan = float("nan")
+    for r in rows:
+        t = r.get("aot_us", nan)
+        us = " | ".join(f"{r.get(k, nan):.2f}" for k in ("ours_us", "picked_us", "ours_io_us", "picked_io_us",
+                                                          "compile_us", "copy_us"))
+        lines.append(f"| {r['form']} | {r['dtype']} | {r['hidden']} | {r.get('rows', '')} | {t:.2f} | {us} | "
+                     f"{100 * r.get('copy_us', nan) / t:.0f} | {r['mismatch'] or 'ok'} |")
+    return "\n".join(lines) + "\n"
 
 
 DTYPE_IDS = {"float32": 0, "float16": 1, "bfloat16": 2}  # trtp::DType

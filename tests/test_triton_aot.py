@@ -194,7 +194,7 @@ def test_the_committed_table_says_which_weights_each_kernel_won_against(tmp_path
 def test_a_new_run_replaces_its_keys_rows_and_the_picks_follow(tmp_path, monkeypatch):
     """merge_run: a run's keys replace theirs (the io file's several runs of a key become the new one), a key whose
     launch mismatched keeps its old rows, keys it did not measure are untouched; `--merge-run` rewrites the picks.
-    Merging run 14's committed retune check into the committed runs changes not a byte (it was merged by hand)."""
+    Merging the committed retune checks (runs 14, 17) into the committed runs changes not a byte, tables (.md) included."""
     row = lambda h, aot, ours, io=None, mismatch=None, dtype="float16": dict(  # noqa: E731
         form="rms_norm", dtype=dtype, hidden=h, mismatch=mismatch, aot_us=aot, ours_us=ours,
         **({} if io is None else {"ours_io_us": io}))
@@ -209,6 +209,7 @@ def test_a_new_run_replaces_its_keys_rows_and_the_picks_follow(tmp_path, monkeyp
     big, io = (json.loads((tmp_path / n).read_text()) for n in ("triton_aot.json", "triton_aot_io.json"))
     assert big == [row(768, 9.0, 10.0, 10.0), run[0], row(768, 9.0, 10.0, dtype="float32"), run[2], run[3]]
     assert io == [row(768, 9.0, 10.0, 10.0), run[0], row(768, 9.5, 10.0, 10.0), run[2]]
+    assert (tmp_path / "triton_aot_io.md").read_text().splitlines()[3].startswith("| rms_norm | float16 | 1024 |  | 8.00 |")
     monkeypatch.setattr(triton_aot, "RUNS", tmp_path)
     monkeypatch.setattr(triton_aot, "PICKS", tmp_path / "picks.json")
     (tmp_path / "run.json").write_text(json.dumps(run))
@@ -218,11 +219,13 @@ def test_a_new_run_replaces_its_keys_rows_and_the_picks_follow(tmp_path, monkeyp
         "rms_norm/float32/2048"}
     assert triton_aot.main(["--merge-run", str(tmp_path / "missing.json")]) == 2  # a bad path: one line, no trace
     committed = ROOT / "benchmarks" / "triton_aot"
-    for name in ("triton_aot.json", "triton_aot_io.json"):
+    names = [f"triton_aot{io}.{ext}" for io in ("", "_io") for ext in ("json", "md")]
+    for name in names:
         (tmp_path / name).write_bytes((committed / name).read_bytes())
-    triton_aot.merge_run(json.loads((committed / "h100_v14_retune_check.json").read_text()), tmp_path)
-    for name in ("triton_aot.json", "triton_aot_io.json"):
-        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes()
+    for check in ("h100_v14_retune_check", "h100_v17_retune_fp32_check", "h100_v17_retune_skip_ln_check"):
+        triton_aot.merge_run(json.loads((committed / f"{check}.json").read_text()), tmp_path)
+    for name in names:
+        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
 
 
 def test_small_picks_win_at_every_row_count():

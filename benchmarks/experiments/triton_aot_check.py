@@ -145,25 +145,10 @@ def main(argv=None) -> int:
     major, minor = torch.cuda.get_device_capability()
     picks = triton_aot.picks(rows_out, 10 * major + minor, small=bool(a.rows))  # -> ops/skip_norm/triton_picks.json
     (a.out / f"triton_picks{'_small' if a.rows else ''}.json").write_text(json.dumps(picks, indent=1) + "\n")
-    md = table(rows_out)
+    md = triton_aot.table(rows_out)
     (a.out / f"{name}.md").write_text(md)
     print(md, end="")
     return 0
-
-
-def table(rows: list[dict]) -> str:
-    """The rows of a run as the markdown table committed beside their JSON."""
-    lines = ["| form | dtype | hidden | rows | AOT us | ours us | picked us | ours io us | picked io us | compile us | copy us | AOT % of copy | check |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    nan = float("nan")
-    for r_ in rows:
-        t = r_.get("aot_us", nan)
-        lines.append(f"| {r_['form']} | {r_['dtype']} | {r_['hidden']} | {r_.get('rows', '')} | {t:.2f} | "
-                     f"{r_.get('ours_us', nan):.2f} | "
-                     f"{r_.get('picked_us', nan):.2f} | {r_.get('ours_io_us', nan):.2f} | {r_.get('picked_io_us', nan):.2f} | "
-                     f"{r_.get('compile_us', nan):.2f} | {r_.get('copy_us', nan):.2f} | "
-                     f"{100 * r_.get('copy_us', nan) / t:.0f} | {r_['mismatch'] or 'ok'} |")
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
