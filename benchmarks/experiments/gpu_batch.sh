@@ -28,12 +28,14 @@ if [ -n "${TESTS:-}" ]; then
   grep -E "passed|failed|error" "$OUT/gpu_tests.log" | tail -3; grep -E "^FAILED|^ERROR" "$OUT/gpu_tests.log" | head -20
   echo "tests done at $((SECONDS - t0)) s"
 fi
-# SANITIZE: kernel_sanitize parts under all four tools (or SANITIZE_TOOLS); MEMCHECK: parts under memcheck only
+# SANITIZE: kernel_sanitize parts under all four tools (or SANITIZE_TOOLS; racecheck has 240 s, the others 45, or
+# SANITIZE_TIMEOUT); MEMCHECK: parts under memcheck only
 for run in $(for p in ${SANITIZE:-}; do for t in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do echo $p:$t; done; done) \
            $(for p in ${MEMCHECK:-}; do echo $p:memcheck; done); do
   part=${run%%:*} tool=${run##*:}
   {
-    timeout "${SANITIZE_TIMEOUT:-45}" compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/kernel_sanitize "$part" \
+    limit=${SANITIZE_TIMEOUT:-45}; [ -z "${SANITIZE_TIMEOUT:-}" ] && [ $tool = racecheck ] && limit=240
+    timeout "$limit" compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/kernel_sanitize "$part" \
       > "build-gpu/san_${part}_$tool.log" 2>&1
     rc=$?
     echo "$part $tool: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|failures' "build-gpu/san_${part}_$tool.log" | tail -2 | tr '\n' ' ')"

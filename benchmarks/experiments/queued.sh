@@ -2,12 +2,11 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: the GPU tests and sanitizers (gpu_batch.sh: the channels-last cluster plans' first run), gn (them
-# timed, and the floors), retune with
-# RETUNE_DTYPES=float32 RETUNE_HIDDENS="768 1024 2048 3072 4096 5120 8192 12288 16384"
-# (FP32 LayerNorm and RMSNorm), retune with RETUNE_FORMS=skip_layer_norm, the same hiddens and every dtype, then
-# norms for the dtypes whose picks moved, biasncu, normncu (the misses left),
+# Steps (next: norms with DTYPES=fp32, then fp16 and bf16 (run 17's configurations and picks), normncu (the misses
+# left), biasunroll (carry build-var: RESULTS.md says how it is built), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
+# run 17 (2026-12-07, seventeenth session) ran gpu_batch.sh (GroupNorm GPU tests, four sanitizers), gn (the
+# channels-last cluster plans, the floors), retune (FP32 LayerNorm / RMSNorm; skip+LayerNorm every dtype), biasncu;
 # run 16 (2026-12-07, sixteenth session) ran gn with the cluster plans, the four sanitizers, then gpu_batch.sh
 # (the GroupNorm GPU tests and bench_group_norm through the picks made from it);
 # run 15 (2026-12-07, fifteenth session) ran gn, norms (fp16, bf16, fp32), smallbench, biasact (16-bit), the GPU
@@ -251,6 +250,13 @@ case ${1:-} in
            beside_compile biasncu bias_relu6:fp16:24576x2048 bias_relu6:fp16:12288x4096 bias_relu6:fp16:9984x5120 \
              bias_gelu:fp32:32768x768 bias_gelu:fp32:8192x3072 bias_gelu:fp32:6144x4096 bias_gelu:fp32:3072x8192 \
              bias_gelu:fp32:2048x12288 bias_gelu:fp32:1536x16384 bias_relu6:bf16:6144x8192 bias_relu6:fp32:5120x5120 ;;
+  biasunroll) # issue 34's FP32 bias+GELU (run 17's ncu: 43% occupancy at 56 registers): packs in flight per thread,
+              # the committed library beside build-var/a (2 for 4-byte types) and b (2 for all), twice in turn
+              for r in 1 2; do for v in build-carry build-var/a build-var/b; do
+                TRTPLUGINS_KERNELS_LIB=$PWD/$v/libtrtplugins_kernels.so timeout 60 \
+                  python3 benchmarks/experiments/bias_unroll.py "$v" >> "$OUT/bias_unroll.jsonl" \
+                  2>> "$OUT/bias_unroll.log"
+              done; done; cat "$OUT/bias_unroll.jsonl" ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
            beside_compile normncu ${POINTS:-skip_layer_norm:fp16:3072x16384 skip_layer_norm:fp32:1536x16384 \
