@@ -190,12 +190,16 @@ def point(shape, dt, silu, lig, oss, compile_it):
     return rec
 
 
+def floor_ctas(barrier: str, segments: int, sms: int) -> tuple[int, int]:
+    """(CTAs, cluster) of a barrier's floor: as its design runs (2 CTAs a group, one, a cluster of 2, one per SM)."""
+    return {"none": (2 * segments, 0), "cta": (segments, 0), "cluster": (2 * segments, 2), "grid": (sms, 0)}[barrier]
+
+
 def floors(x, y, segments, sms, rec, fns):
     """The floors' launches into fns where each runs here and copies x exactly (a share past a CTA's shared memory
     or, for the grid's, more CTAs than fit: none; why in rec)."""
     for barrier in FLOORS:
-        ctas, cluster = {"none": (2 * segments, 0), "cta": (segments, 0), "cluster": (2 * segments, 2),
-                         "grid": (sms, 0)}[barrier]
+        ctas, cluster = floor_ctas(barrier, segments, sms)
         launch = functools.partial(group_norm.floor, x, y, barrier, ctas, cluster)
         try:
             y.zero_()

@@ -1,13 +1,17 @@
 """One resident GroupNorm launch, FP16, for ncu to profile (queued.sh): the plugin's plan, with `whole` the
-whole-segment one, with `cluster K` the cluster plan of K CTAs per group (channels-last: per sample's window):
-    python3 benchmarks/experiments/gn_launch.py LAYOUT N C H W [whole | cluster K]"""
+whole-segment one, with `cluster K` the cluster plan of K CTAs per group (channels-last: per sample's window);
+with `floor BARRIER` that design's floor instead (group_norm.floor with the CTAs bench_group_norm.py gives it):
+    python3 benchmarks/experiments/gn_launch.py LAYOUT N C H W [whole | cluster K | floor BARRIER]"""
 
 import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+from bench_group_norm import floor_ctas  # noqa: E402
+
 from trtplugins.ops import group_norm  # noqa: E402
 
 layout, (n, c, h, w) = sys.argv[1], map(int, sys.argv[2:6])
@@ -19,5 +23,9 @@ if sys.argv[6:] == ["whole"]:
     plan = group_norm.resident_plan(n, c, h * w, 32, "float16", layout=layout, whole_segments=True)
 elif sys.argv[6:7] == ["cluster"]:
     plan = group_norm.resident_plan(n, c, h * w, 32, "float16", layout=layout, cluster=int(sys.argv[7]))
-group_norm.kernel(x, num_groups=32, gamma=ones, beta=ones, resident=plan, layout=layout)
+if sys.argv[6:7] == ["floor"]:
+    ctas, cluster = floor_ctas(sys.argv[7], n * 32, torch.cuda.get_device_properties(0).multi_processor_count)
+    group_norm.floor(x, torch.empty_like(x), sys.argv[7], ctas, cluster)
+else:
+    group_norm.kernel(x, num_groups=32, gamma=ones, beta=ones, resident=plan, layout=layout)
 torch.cuda.synchronize()

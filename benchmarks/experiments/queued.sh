@@ -43,6 +43,8 @@
 #   norms    issue 34's large table: the four norms through the AOT library beside the compile and Liger, one dtype
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
+#   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
+#   biasunroll  bias+activation's packs in flight per thread: experiments/bias_unroll.py, three libraries
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -130,8 +132,24 @@ beside_compile() { # NAME POINT...
   timeout 540 python3 scripts/profile_kernels.py --points $(for p in "$@"; do echo "$p $p:compile"; done) \
     --out "$OUT/$name" > "$OUT/$name.log" 2>&1; tail -30 "$OUT/$name.log"
 }
-aot_check="python3 benchmarks/experiments/triton_aot_check.py --no-compile"
 gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
+# ncu with stall samples per source line of one GroupNorm launch (gn_launch.py's arguments) per CASE, into
+# $OUT/PREFIX_<case>.{txt,sass.csv,lines.txt}
+stall_lines() { # PREFIX CASE...
+  local prefix=$1 case name; shift
+  for case in "$@"; do
+    name=${prefix}_$(echo "$case" | tr ' ' '_')
+    timeout 100 ncu --clock-control none -k "regex:residentKernel|floorKernel" -c 1 --section SourceCounters \
+      --section WarpStateStats --section SpeedOfLight --section MemoryWorkloadAnalysis -o "$OUT/$name" -f \
+      $gn_launch $case > "$OUT/$name.log" 2>&1
+    ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
+    ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
+    echo "== $case"; grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued" "$OUT/$name.txt" | head -3
+    python3 benchmarks/experiments/sass_lines.py "$TRTPLUGINS_KERNELS_LIB" "$OUT/$name.sass.csv" --top 30 --by samples \
+      > "$OUT/$name.lines.txt" 2>&1; head -8 "$OUT/$name.lines.txt"
+  done
+}
+aot_check="python3 benchmarks/experiments/triton_aot_check.py --no-compile"
 case ${1:-} in
   tests1) TESTS="not plugin_gpu and not torch and not concurrency and not two_gpus" TEST_TIMEOUT=360 \
             SANITIZE="group_norm_resident_small" MEMCHECK="group_norm_resident group_norm gated rows" SANITIZE_TIMEOUT=60 bash $batch ;;
@@ -182,18 +200,13 @@ case ${1:-} in
         done ;;
   gnbig) gpu_library # the resident kernel where its range is mostly on chip (34-42 MB: 56-63% of copy where its bytes
          # allow ~88-95%): ncu with stall samples per source line, channels-first and channels-last
-         for case in "channels_first 1 256 256 256" "channels_last 1 256 256 256" "channels_first 8 640 64 64" \
-                     "channels_first 8 320 64 64"; do
-           set -- $case; name=gnbig_${1}_${2}x${3}x${4}x${5}
-           timeout 100 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters \
-             --section WarpStateStats --section SpeedOfLight --section MemoryWorkloadAnalysis -o "$OUT/$name" -f \
-             $gn_launch $* > "$OUT/$name.log" 2>&1
-           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
-           ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
-           grep -E "Duration|DRAM Throughput|Warp Cycles Per Issued" "$OUT/$name.txt" | head -3
-           python3 benchmarks/experiments/sass_lines.py "$TRTPLUGINS_KERNELS_LIB" "$OUT/$name.sass.csv" --top 30 --by samples \
-             > "$OUT/$name.lines.txt" 2>&1; head -8 "$OUT/$name.lines.txt"
-         done ;;
+         stall_lines gnbig "channels_first 1 256 256 256" "channels_last 1 256 256 256" "channels_first 8 640 64 64" \
+                     "channels_first 8 320 64 64" ;;
+  gnsmall) gpu_library # SD batch 2, where ours runs at 31-41% of copy and its design's floor at 60-87% (run 17): the
+           # pick and that floor side by side, stall samples per source line (the work between loads and stores)
+           stall_lines gnsmall "channels_first 2 1280 8 8" "channels_first 2 1280 8 8 floor cta" \
+                       "channels_first 2 320 64 64" "channels_first 2 320 64 64 floor cluster" \
+                       "channels_last 2 320 64 64" "channels_first 2 320 64 64 floor grid" ;;
   check) # a short window: the resident GroupNorm's GPU tests and ncu times only, with the kernel library
          # built here for sm_90 and carried (TRTPLUGINS_KERNELS_LIB=build-local/libtrtplugins_kernels.so)
          [ -f "${TRTPLUGINS_KERNELS_LIB:-}" ] || { echo "check: TRTPLUGINS_KERNELS_LIB is not a built library"; exit 2; }
