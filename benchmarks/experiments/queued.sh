@@ -2,8 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: norms with DTYPES=fp32, then fp16 and bf16 (run 17's configurations and picks), normncu (the misses
-# left), biasunroll (carry build-var: RESULTS.md says how it is built), gn with GN_DTYPES=fp32,
+# Steps (next: gnlocal, norms with DTYPES=fp32, biasab, norms with DTYPES=fp16 then bf16 (run 17's configurations
+# and picks), gnsmall, normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 17 (2026-12-07, seventeenth session) ran gpu_batch.sh (GroupNorm GPU tests, four sanitizers), gn (the
 # channels-last cluster plans, the floors), retune (FP32 LayerNorm / RMSNorm; skip+LayerNorm every dtype), biasncu;
@@ -44,7 +44,8 @@
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
-#   biasunroll  bias+activation's packs in flight per thread: experiments/bias_unroll.py, three libraries
+#   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
+#   gnlocal  gn_local_stats (GroupNorm's whole-segment statistics kept on chip, weights prefetched), A/B + GPU tests
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -263,13 +264,22 @@ case ${1:-} in
            beside_compile biasncu bias_relu6:fp16:24576x2048 bias_relu6:fp16:12288x4096 bias_relu6:fp16:9984x5120 \
              bias_gelu:fp32:32768x768 bias_gelu:fp32:8192x3072 bias_gelu:fp32:6144x4096 bias_gelu:fp32:3072x8192 \
              bias_gelu:fp32:2048x12288 bias_gelu:fp32:1536x16384 bias_relu6:bf16:6144x8192 bias_relu6:fp32:5120x5120 ;;
-  biasunroll) # issue 34's FP32 bias+GELU (run 17's ncu: 43% occupancy at 56 registers): packs in flight per thread,
-              # the committed library beside build-var/a (2 for 4-byte types) and b (2 for all), twice in turn
-              for r in 1 2; do for v in build-carry build-var/a build-var/b; do
-                TRTPLUGINS_KERNELS_LIB=$PWD/$v/libtrtplugins_kernels.so timeout 60 \
-                  python3 benchmarks/experiments/bias_unroll.py "$v" >> "$OUT/bias_unroll.jsonl" \
-                  2>> "$OUT/bias_unroll.log"
-              done; done; cat "$OUT/bias_unroll.jsonl" ;;
+  biasab) # bias_unroll2_fp32 / bias_unroll2 (ab.py PENDING): 2 packs in flight per thread instead of 4 for 4-byte
+          # types / every type (FP32 GELU 56 -> 40 registers: 75% occupancy, not 50%; run 17's ncu: 43% achieved), each
+          # beside the tree, both orders, at the large points of the three dtypes (the compile's times: run 10 and 15)
+          timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
+            --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
+            > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
+  gnlocal) # gn_local_stats (ab.py PENDING): whole-segment CTAs set their statistics from their own sums (no
+           # workspace round trip) and every CTA prefetches its channels' weights into L1 while staging: the quick
+           # GroupNorm A/B (FP16) beside the tree, then the GroupNorm GPU tests through the patched library and
+           # racecheck / memcheck over it (the sanitizer driver built from the patched tree)
+           SETUP_ONLY=1 bash $batch
+           timeout 330 python3 benchmarks/experiments/ab.py gn_local_stats --bench group_norm --repeat 2 --timeout 70 \
+             -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -40
+           TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-gn_local_stats/libtrtplugins_kernels.so timeout 200 python3 -m \
+             pytest -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py -q \
+             -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
            beside_compile normncu ${POINTS:-skip_layer_norm:fp16:3072x16384 skip_layer_norm:fp32:1536x16384 \

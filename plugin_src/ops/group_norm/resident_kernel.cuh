@@ -83,7 +83,6 @@ residentKernel(Gn<T> a) {
                 if (a.skipMode == GroupNormSkip::kFull) stage<T, kStage>(sk, a.skip + t.rs * ue, staged);
             }
         }
-        prefetchWeights<kCl>(a, t);
         loadShifts<kCl>(a, t);
         if (staged) waitStaged(); // and the shifts
         else __syncthreads();
