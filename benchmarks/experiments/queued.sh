@@ -2,8 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnlocal, norms with DTYPES=fp32, biasab, norms with DTYPES=fp16 then bf16 (run 17's configurations
-# and picks), gnsmall, normncu (the misses left), gn with GN_DTYPES=fp32,
+# Steps (next: gnlocal, gnlocaltests, norms with DTYPES=fp32, biasab, norms with DTYPES=fp16 then bf16 (run 17's
+# configurations and picks), gnsmall, normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 17 (2026-12-07, seventeenth session) ran gpu_batch.sh (GroupNorm GPU tests, four sanitizers), gn (the
 # channels-last cluster plans, the floors), retune (FP32 LayerNorm / RMSNorm; skip+LayerNorm every dtype), biasncu;
@@ -45,7 +45,8 @@
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
-#   gnlocal  gn_local_stats (GroupNorm's whole-segment statistics kept on chip, weights prefetched), A/B + GPU tests
+#   gnlocal  gn_local_stats (GroupNorm's whole-segment statistics kept on chip, weights prefetched) and with gn_lean
+#            (those plans' lean kernel): A/B; gnlocaltests: the GroupNorm GPU tests through both
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -270,16 +271,18 @@ case ${1:-} in
           timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
             --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
             > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
-  gnlocal) # gn_local_stats (ab.py PENDING): whole-segment CTAs set their statistics from their own sums (no
-           # workspace round trip) and every CTA prefetches its channels' weights into L1 while staging: the quick
-           # GroupNorm A/B (FP16) beside the tree, then the GroupNorm GPU tests through the patched library and
-           # racecheck / memcheck over it (the sanitizer driver built from the patched tree)
+  gnlocal) # gn_local_stats (ab.py PENDING): whole-segment CTAs set their statistics from their own sums (no workspace
+           # round trip), every CTA prefetches its channels' weights into L1 while staging; + gn_lean: those plans
+           # without skip, bias or sum run a kernel with that code compiled out (37 -> 20 KB of SASS channels-first,
+           # 63 -> 40 KB channels-last, 16-bit): the quick GroupNorm table (FP16) of each beside the tree, both orders
            SETUP_ONLY=1 bash $batch
-           timeout 330 python3 benchmarks/experiments/ab.py gn_local_stats --bench group_norm --repeat 2 --timeout 70 \
-             -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1; grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -40
-           TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-gn_local_stats/libtrtplugins_kernels.so timeout 200 python3 -m \
-             pytest -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py -q \
-             -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
+           timeout 560 python3 benchmarks/experiments/ab.py gn_local_stats gn_local_stats+gn_lean --bench group_norm \
+             --repeat 2 --timeout 75 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
+           grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
+  gnlocaltests) # after gnlocal (its builds kept): the GroupNorm GPU tests through gn_local_stats+gn_lean's library
+           TRTPLUGINS_KERNELS_LIB=$PWD/build/ab/build-gn_local_stats+gn_lean/libtrtplugins_kernels.so timeout 300 \
+             python3 -m pytest -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py \
+             -q -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
            beside_compile normncu ${POINTS:-skip_layer_norm:fp16:3072x16384 skip_layer_norm:fp32:1536x16384 \
