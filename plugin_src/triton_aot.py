@@ -224,7 +224,8 @@ def merge_run(run: list[dict], runs: Path) -> list[str]:
     """A new large-launch run (triton_aot_check.py's triton_aot.json) into the runs committed in `runs`: the
     rows of each key it measured replace that key's rows in triton_aot.json and, for its 16-bit rows, in
     triton_aot_io.json (where a key may hold several runs: the new one alone then stands for it), their tables
-    (.md) written again; other keys keep theirs. A key whose launch did not match the reference is not merged. Returns the keys merged."""
+    (.md) written again; other keys keep theirs. A key whose launch did not match the reference is not merged.
+    Returns the keys merged."""
     row_key = lambda r: key(r["form"], r["dtype"], r["hidden"])  # noqa: E731
     done = {row_key(r) for r in run if r.get("aot_us")} - {row_key(r) for r in run if r.get("mismatch")}
     for name, new in (("triton_aot.json", [r for r in run if row_key(r) in done]),

@@ -194,7 +194,8 @@ def test_the_committed_table_says_which_weights_each_kernel_won_against(tmp_path
 def test_a_new_run_replaces_its_keys_rows_and_the_picks_follow(tmp_path, monkeypatch):
     """merge_run: a run's keys replace theirs (the io file's several runs of a key become the new one), a key whose
     launch mismatched keeps its old rows, keys it did not measure are untouched; `--merge-run` rewrites the picks.
-    Merging the committed retune checks (runs 14, 17) into the committed runs changes not a byte, tables (.md) included."""
+    Merging the committed retune checks (runs 14, 17) into the committed runs changes not a byte, tables (.md)
+    included."""
     row = lambda h, aot, ours, io=None, mismatch=None, dtype="float16": dict(  # noqa: E731
         form="rms_norm", dtype=dtype, hidden=h, mismatch=mismatch, aot_us=aot, ours_us=ours,
         **({} if io is None else {"ours_io_us": io}))
@@ -209,7 +210,8 @@ def test_a_new_run_replaces_its_keys_rows_and_the_picks_follow(tmp_path, monkeyp
     big, io = (json.loads((tmp_path / n).read_text()) for n in ("triton_aot.json", "triton_aot_io.json"))
     assert big == [row(768, 9.0, 10.0, 10.0), run[0], row(768, 9.0, 10.0, dtype="float32"), run[2], run[3]]
     assert io == [row(768, 9.0, 10.0, 10.0), run[0], row(768, 9.5, 10.0, 10.0), run[2]]
-    assert (tmp_path / "triton_aot_io.md").read_text().splitlines()[3].startswith("| rms_norm | float16 | 1024 |  | 8.00 |")
+    io_table = (tmp_path / "triton_aot_io.md").read_text().splitlines()
+    assert io_table[3].startswith("| rms_norm | float16 | 1024 |  | 8.00 |")
     monkeypatch.setattr(triton_aot, "RUNS", tmp_path)
     monkeypatch.setattr(triton_aot, "PICKS", tmp_path / "picks.json")
     (tmp_path / "run.json").write_text(json.dumps(run))
