@@ -275,10 +275,10 @@ case ${1:-} in
             --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
             > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
   gnlocal) # gn_local_stats (ab.py PENDING): whole-segment CTAs set their statistics from their own sums (no workspace
-           # round trip), every CTA prefetches its channels' weights into L1 while staging; + gn_lean: those plans and
-           # the cluster ones, staged, without skip, bias or sum, run a kernel with that code and the grid barrier
-           # compiled out (SASS 37 -> 27 KB channels-first, 63 -> 48 KB channels-last, 16-bit): the quick GroupNorm
-           # table (FP16) of each beside the tree, both orders
+           # round trip), every CTA prefetches its channels' weights into L1 while staging; + gn_lean: fused plans,
+           # all staged, without skip, bias or sum, run a kernel with that code compiled out (SASS 37 -> 29 KB
+           # channels-first, 63 -> 49 KB channels-last, 16-bit): the quick GroupNorm table (FP16) of each beside the
+           # tree, both orders
            SETUP_ONLY=1 bash $batch
            timeout 560 python3 benchmarks/experiments/ab.py gn_local_stats gn_local_stats+gn_lean --bench group_norm \
              --repeat 2 --timeout 75 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
