@@ -208,8 +208,8 @@ TRTP_API int trtp_group_norm_chosen(int dtype, int layout, long long channel_str
 
 TRTP_API int trtp_group_norm_floor(int barrier, const void* x, void* y, long long bytes, long long ctas,
                                    long long cluster, void* stream) {
-    if (barrier < 0 || barrier > 3 || ctas > INT32_MAX || cluster < 0 || cluster > INT32_MAX)
-        return int(cudaErrorInvalidValue);
+    // the counts as int32 here; an unknown barrier and every other argument: launchGroupNormFloor
+    if (ctas > INT32_MAX || cluster < 0 || cluster > INT32_MAX) return int(cudaErrorInvalidValue);
     return int(trtp::launchGroupNormFloor(trtp::GroupNormFloor(barrier), x, y, bytes, int32_t(ctas), int32_t(cluster),
                                           static_cast<cudaStream_t>(stream)));
 }
