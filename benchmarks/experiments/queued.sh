@@ -45,8 +45,8 @@
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
-#   gnlocal  gn_local_stats (GroupNorm's whole-segment statistics kept on chip, weights prefetched) and with gn_lean
-#            (those plans' lean kernel): A/B; gnlocaltests: the GroupNorm GPU tests through both
+#   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
+#            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -274,22 +274,13 @@ case ${1:-} in
           timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
             --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
             > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
-  gnlocal) # gn_local_stats (ab.py PENDING): whole-segment CTAs set their statistics from their own sums (no workspace
-           # round trip), every CTA prefetches its channels' weights into L1 while staging; + gn_lean: fused plans,
-           # all staged, without skip, bias or sum, run a kernel with that code compiled out (SASS 37 -> 29 KB
-           # channels-first, 63 -> 49 KB channels-last, 16-bit): the quick GroupNorm table (FP16) of each beside the
-           # tree, both orders
+  gnstats) # run 18's A/B of gn_local_stats (the cluster plans 0.91-0.92x at SD batch 2 where only its weights'
+           # prefetch reaches them; the whole-segment ones 0.97x) under the lean kernels that landed with it: without the
+           # prefetch, and without both (statistics through the workspace), the quick table (FP16), both orders
            SETUP_ONLY=1 bash $batch
-           timeout 560 python3 benchmarks/experiments/ab.py gn_local_stats gn_local_stats+gn_lean --bench group_norm \
-             --repeat 2 --timeout 75 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
+           timeout 560 python3 benchmarks/experiments/ab.py gn_no_prefetch gn_no_local --bench group_norm \
+             --repeat 2 --timeout 100 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
            grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
-  gnlocaltests) # the GroupNorm GPU tests through gn_local_stats+gn_lean's library (gnlocal's build, else built here)
-           lib=$PWD/build/ab/build-gn_local_stats+gn_lean/libtrtplugins_kernels.so
-           [ -f "$lib" ] || python3 benchmarks/experiments/ab.py --no-base --build-only gn_local_stats+gn_lean \
-             > "$OUT/ab_build.log" 2>&1 || { tail -5 "$OUT/ab_build.log"; exit 1; }
-           TRTPLUGINS_KERNELS_LIB=$lib timeout 300 \
-             python3 -m pytest -m gpu tests/gpu/test_group_norm_gpu.py tests/gpu/test_group_norm_channels_last_gpu.py \
-             -q -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -3 "$OUT/gpu_tests.log" ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
            beside_compile normncu ${POINTS:-skip_layer_norm:fp16:3072x16384 skip_layer_norm:fp32:1536x16384 \

@@ -23,6 +23,8 @@ template <class T, bool STREAM, class F> void forEachStreamKernel(F& f) {
 template <class T, class F> void forEachLayoutKernel(F& f) {
     forEachStreamKernel<T, true>(f);
     forEachStreamKernel<T, false>(f);
+    f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsFirst, false, true>);
+    f(residentKernel<T, IoSize<T>::kVec, GroupNormLayout::kChannelsLast, false, true>);
 }
 template <class F> void forEachKernelOf(F&& f) {
     forEachLayoutKernel<float>(f);
@@ -236,9 +238,17 @@ template <class T> auto kernelOf(const Geometry& g, const GroupNormResidentPlan&
 // Whether every CTA of plan p holds whole segments (a CTA barrier between the phases serves).
 bool local(const Geometry& g, const GroupNormResidentPlan& p) { return p.fused && g.segLen > 0 && p.per % g.segLen == 0; }
 
+// The lean kernel where plan p runs it: fused, all staged, the widest packs, no skip, bias or sum.
+template <class T> bool lean(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p) {
+    return staged(p) && g.vec == IoSize<T>::kVec && a.skipMode == GroupNormSkip::kNone && !a.bias && !a.sum;
+}
+
 template <class T>
 cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
-    const auto kernel = kernelOf<T>(g, p);
+    constexpr int kVec = IoSize<T>::kVec;
+    const auto kernel = !lean(g, a, p)             ? kernelOf<T>(g, p)
+                        : g.cl ? residentKernel<T, kVec, GroupNormLayout::kChannelsLast, false, true>
+                               : residentKernel<T, kVec, GroupNormLayout::kChannelsFirst, false, true>;
     if (p.fused) { // cooperative unless each CTA or cluster holds whole segments
         cudaLaunchAttribute attr = {};
         if (a.cluster) attr = clusterAttribute(unsigned(p.cluster));

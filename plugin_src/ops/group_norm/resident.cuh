@@ -8,7 +8,8 @@
 // every pixel). A CTA's range meets one or a few segments: its pieces.
 //
 // Fused plan (one launch, cudaLaunchAttributeCooperative: every CTA resident at once, one per SM):
-//   1. each CTA starts copying the last `resident` units of its range into shared memory (cp.async),
+//   1. each CTA starts copying the last `resident` units of its range into shared memory (cp.async) and
+//      asks L1 for its channels' weights,
 //      sums the rest from global memory (16-byte loads marked evict-last: they are read again), then the
 //      staged tail, and writes one partial per piece (and group): sums of d = s - K and d^2, K = the
 //      segment's (group's) first value (shifted sums: no cancellation when the mean is far from 0);
@@ -21,8 +22,9 @@
 // windowed, the CTAs of a sample's window): step 2 is a cluster barrier (the partials it orders are in global
 // memory, as for the grid barrier).
 // Whole-segment plan (fused, each CTA's range whole segments: per a multiple of segLen): step 2 is a CTA
-// barrier (no other CTA holds a piece of its segments), launched without the cooperative attribute, so
-// any number of CTAs, not all resident at once. Channels-last it may also cut each sample's channels into
+// barrier (no other CTA holds a piece of its segments) and its sums are its segments' statistics (no
+// partials through the workspace), launched without the cooperative attribute, so any number of CTAs, not
+// all resident at once. Channels-last it may also cut each sample's channels into
 // `windows` windows of whole groups (a CTA per sample and window: a sample's groups spread over the GPU);
 // a CTA then sees its window as a tensor of its own (pointers moved to its first channel, the row
 // stride unchanged) and stages and sums only the window's channels.
@@ -167,6 +169,32 @@ template <bool CL, class T> __device__ __forceinline__ void loadShifts(const Gn<
     }
 }
 
+// Asks L1 for the lines of p[lo, hi) (p may be null), a line per thread, each at an address inside the range: a
+// hint, nothing waits for it.
+__device__ __forceinline__ void prefetchL1(const float* p, int64_t lo, int64_t hi) {
+    if (!p || hi <= lo) return;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p + lo), last = reinterpret_cast<uintptr_t>(p + hi - 1);
+    const uintptr_t step = uintptr_t(kThreads) * 128;
+    for (uintptr_t q = (begin & ~uintptr_t(127)) + uintptr_t(threadIdx.x) * 128; q <= last; q += step)
+        asm volatile("prefetch.L1 [%0];" ::"l"(q < begin ? begin : q));
+}
+
+// The weights of the CTA's channels into L1 while its range is staged: the walks read them per pack, the
+// normalization's after the barrier, where a first read from L2 would be one more round trip in the chain.
+// Channels-first: its groups' channels (every channel where its range crosses a sample); channels-last: all
+// (of its window).
+template <bool CL, class T> __device__ __forceinline__ void prefetchWeights(const Gn<T>& a, const Cta<T>& t) {
+    int64_t lo = 0, hi = a.channels;
+    if constexpr (!CL) {
+        const int64_t s0 = t.first, s1 = t.first + t.pieces - 1;
+        const int64_t n0 = a.groupsDiv.div(uint32_t(s0)), n1 = a.groupsDiv.div(uint32_t(s1));
+        if (n0 == n1) lo = (s0 - n0 * a.groups) * a.cpg, hi = (s1 - n1 * a.groups + 1) * a.cpg;
+    }
+    prefetchL1(a.gamma, lo, hi);
+    prefetchL1(a.beta, lo, hi);
+    prefetchL1(a.bias, lo, hi);
+}
+
 // The CTA whose range holds unit u, and its segment.
 template <class T> __device__ __forceinline__ int64_t ctaOf(const Gn<T>& a, int64_t u) {
     return a.perDivOk ? int64_t(a.perDiv.div(uint32_t(u))) : u / a.per;
@@ -175,11 +203,30 @@ template <class T> __device__ __forceinline__ int64_t segmentOf(const Gn<T>& a, 
     return a.perDivOk ? int64_t(a.segDiv.div(uint32_t(u))) : u / a.segLen;
 }
 
+// Target k's (a piece's, and group's channels-last) mean and rstd from its segment's sums of d = s - K, d^2.
+template <class T>
+__device__ __forceinline__ void setStats(const Gn<T>& a, const Cta<T>& t, int32_t k, float shift, float s1, float s2) {
+    const float d = s1 * a.invCount;
+    float var = s2 * a.invCount - d * d;
+    var = var < 0.f ? 0.f : var; // keeps NaN
+    t.mean[k] = shift + d;
+    t.rstd[k] = rsqrtf(var + a.eps);
+}
+
+// Target k's sums over this CTA: into the workspace at `slot` for the CTAs sharing its segment, or, where
+// the CTA holds whole segments (a.local), straight to its statistics (what gatherStats would make of them,
+// without the workspace's round trip).
+template <class T>
+__device__ __forceinline__ void putPartial(const Gn<T>& a, const Cta<T>& t, int32_t k, int64_t slot, float2 r) {
+    if (a.local) setStats(a, t, k, t.shift[k], r.x, r.y);
+    else a.slots[slot] = r;
+}
+
 // Every piece's mean and rstd from the partials of the CTAs that share its segment, in a fixed order:
 // kTP threads of one warp per (piece, group), each summing every kTP-th CTA, then a shuffle tree.
 constexpr int kTP = 16;
 template <bool CL, class T> __device__ __forceinline__ void gatherStats(const Gn<T>& a, const Cta<T>& t, bool fused) {
-    const int32_t width = CL ? a.groups : 1, targets = t.pieces * width;
+    const int32_t width = CL ? a.groups : 1, targets = a.local ? 0 : t.pieces * width; // a.local: set (putPartial)
     const int32_t sub = threadIdx.x % kTP;
     for (int32_t k0 = 0; k0 < targets; k0 += kThreads / kTP) {
         const int32_t k = k0 + int32_t(threadIdx.x) / kTP;
@@ -200,13 +247,7 @@ template <bool CL, class T> __device__ __forceinline__ void gatherStats(const Gn
             s1 += __shfl_xor_sync(0xffffffffu, s1, o);
             s2 += __shfl_xor_sync(0xffffffffu, s2, o);
         }
-        if (k < targets && sub == 0) {
-            const float d = s1 * a.invCount;
-            float var = s2 * a.invCount - d * d;
-            var = var < 0.f ? 0.f : var; // keeps NaN
-            t.mean[k] = (fused ? t.shift[k] : shift) + d;
-            t.rstd[k] = rsqrtf(var + a.eps);
-        }
+        if (k < targets && sub == 0) setStats(a, t, k, fused ? t.shift[k] : shift, s1, s2);
     }
     __syncthreads();
 }
@@ -276,7 +317,7 @@ template <bool STREAM, class T, int VEC> __device__ void cfStats(const Gn<T>& a,
                                        }
                                    });
         const float2 r = blockSum2(s1, s2, t.red2);
-        if (threadIdx.x == 0) a.slots[t.cta + t.first + p] = r;
+        if (threadIdx.x == 0) putPartial(a, t, p, t.cta + t.first + p, r);
     }
 }
 

@@ -93,10 +93,12 @@ template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a
         if (l.ok(e)) add[e] = channelAdd<true>(a, n, l.c + e);
 }
 
-// Sums red[rr * lstride + c] over the rows and the channels of each group g of sample n into its partial
-// (slot of range cta): a.split threads per channel, each over every split-th row (a window's few channels
+// Sums t.red[rr * lstride + c] over the rows and the channels of each group g of piece p (sample n) into its
+// partial (putPartial): a.split threads per channel, each over every split-th row (a window's few channels
 // have many rows), their sums left in rows 0..split-1, then a warp per group over its channels and those.
-template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, float2* red, int64_t n, int32_t cta) {
+template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, const Cta<T>& t, int32_t p) {
+    float2* red = t.red;
+    const int64_t n = t.first + p;
     for (int32_t i = threadIdx.x; i < a.channels * a.split; i += kThreads) {
         const int32_t j = int32_t(a.channelsDiv.div(uint32_t(i))), c = i - j * a.channels;
         float2 v = make_float2(0.f, 0.f);
@@ -117,7 +119,7 @@ template <class T> __device__ __forceinline__ void clGroupSums(const Gn<T>& a, f
             v1 += r.x, v2 += r.y;
         }
         v1 = warpSum(v1), v2 = warpSum(v2);
-        if (lane == 0) a.slots[g * a.slotStride + cta + n] = make_float2(v1, v2);
+        if (lane == 0) putPartial(a, t, p * a.groups + g, g * a.slotStride + t.cta + n, make_float2(v1, v2));
     }
 }
 
@@ -155,7 +157,7 @@ template <bool STREAM, class T, int VEC> __device__ void clStats(const Gn<T>& a,
             }
         }
         __syncthreads();
-        clGroupSums(a, t.red, n, t.cta);
+        clGroupSums(a, t, p);
         if (p + 1 < t.pieces) __syncthreads(); // t.red is written again
     }
 }

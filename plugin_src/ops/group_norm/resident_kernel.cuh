@@ -32,10 +32,16 @@ template <class T> __device__ __forceinline__ void phaseBarrier(const Gn<T>& a) 
     else cooperative_groups::this_grid().sync();
 }
 
-// STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch).
-template <class T, int VEC, GroupNormLayout L, bool STREAM = true>
+// STREAM false: a fused plan with every unit of each CTA's range staged (less code to fetch). LEAN (with STREAM
+// false): such a plan with no skip, bias or sum, the code for those compiled out (a small launch waits on
+// fetching its code).
+template <class T, int VEC, GroupNormLayout L, bool STREAM = true, bool LEAN = false>
 __global__ void __launch_bounds__(kThreads, kNarrow<T, VEC, L> || (L == GroupNormLayout::kChannelsFirst && !STREAM) ? 2 : 1)
 residentKernel(Gn<T> a) {
+    if constexpr (LEAN) {
+        a.skip = nullptr, a.skipMode = GroupNormSkip::kNone, a.bias = nullptr, a.sum = nullptr;
+        a.stats = a.norm = true;
+    }
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ float red2[2][32];
     constexpr bool kCl = L == GroupNormLayout::kChannelsLast;
@@ -83,6 +89,7 @@ residentKernel(Gn<T> a) {
                 if (a.skipMode == GroupNormSkip::kFull) stage<T, kStage>(sk, a.skip + t.rs * ue, staged);
             }
         }
+        prefetchWeights<kCl>(a, t);
         loadShifts<kCl>(a, t);
         if (staged) waitStaged(); // and the shifts
         else __syncthreads();
