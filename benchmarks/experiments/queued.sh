@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms with DTYPES=fp16 then
+# Steps (next: gnstats, gnwalk, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms with DTYPES=fp16 then
 # bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 18 (2026-12-07, eighteenth session) ran gnlocal, gnlocaltests (gn_local_stats and gn_lean landed), gpu_batch.sh
@@ -48,7 +48,8 @@
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
 #   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
-#            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16
+#            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
+#            gnwalk: gn_no_prefetch with and without gn_walk32 (32-bit offsets in the staged walks)
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -283,6 +284,13 @@ case ${1:-} in
            timeout 560 python3 benchmarks/experiments/ab.py gn_no_prefetch gn_no_local --bench group_norm \
              --repeat 2 --timeout 100 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
            grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
+  gnwalk) # gn_walk32 on gn_no_prefetch: the staged walks' offsets in 32 bits (the walk loops' SASS 98 -> 65
+          # instructions in the lean channels-first kernel; run 18's ncu: ~120 of 1112 instructions per warp at
+          # 2x320x64x64 in those loops), beside gn_no_prefetch alone, the quick table (FP16), both orders
+          SETUP_ONLY=1 bash $batch
+          timeout 560 python3 benchmarks/experiments/ab.py gn_no_prefetch gn_no_prefetch+gn_walk32 --bench group_norm \
+            --repeat 2 --timeout 100 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
+          grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
            beside_compile normncu ${POINTS:-skip_layer_norm:fp16:3072x16384 skip_layer_norm:fp32:1536x16384 \
