@@ -49,7 +49,8 @@
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
 #   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
 #            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
-#            gnwalk: gn_no_prefetch with and without gn_walk32 (32-bit offsets in the staged walks)
+#            gnwalk: on gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no
+#            x + 0 per element): A/B, FP16
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -284,12 +285,14 @@ case ${1:-} in
            timeout 560 python3 benchmarks/experiments/ab.py gn_no_prefetch gn_no_local --bench group_norm \
              --repeat 2 --timeout 100 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
            grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
-  gnwalk) # gn_walk32 on gn_no_prefetch: the staged walks' offsets in 32 bits (the walk loops' SASS 98 -> 65
+  gnwalk) # on gn_no_prefetch, cumulative: gn_walk32 (the staged walks' offsets in 32 bits: their loops' SASS 98 -> 65
           # instructions in the lean channels-first kernel; run 18's ncu: ~120 of 1112 instructions per warp at
-          # 2x320x64x64 in those loops), beside gn_no_prefetch alone, the quick table (FP16), both orders
+          # 2x320x64x64 in those loops), then gn_fold_add (the channel's add folded into the per-pack constants: no
+          # x + 0 per element, 8 FADDs a pack a walk where there is no bias), each beside the tree, both orders
           SETUP_ONLY=1 bash $batch
-          timeout 560 python3 benchmarks/experiments/ab.py gn_no_prefetch gn_no_prefetch+gn_walk32 --bench group_norm \
-            --repeat 2 --timeout 100 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
+          sets="gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add"
+          timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
+            --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
           grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
