@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats, gnwalk, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms with DTYPES=fp16 then
+# Steps (next: gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms with DTYPES=fp16 then
 # bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 18 (2026-12-07, eighteenth session) ran gnlocal, gnlocaltests (gn_local_stats and gn_lean landed), gpu_batch.sh
@@ -50,7 +50,8 @@
 #   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
 #            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
 #            gnwalk: on gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no
-#            x + 0 per element): A/B, FP16
+#            x + 0 per element): A/B, FP16; gncl: that set with and without gn_cl_one_group (channels-last windows
+#            of one group summed in one block reduction)
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -294,6 +295,14 @@ case ${1:-} in
           timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
             --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
           grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
+  gncl) # gn_cl_one_group on gnwalk's cumulative set: channels-last CTAs whose window is one group (SD batch 2's
+        # 8x8 and 16x16 latents at 1280 channels: the whole-group plan) sum their lanes in one block reduction, not per
+        # channel through shared memory and then per group; each beside the tree, both orders (the set without it too)
+        SETUP_ONLY=1 bash $batch
+        sets="gn_no_prefetch+gn_walk32+gn_fold_add gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group"
+        timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
+          --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
+        grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
            beside_compile normncu ${POINTS:-skip_layer_norm:fp16:3072x16384 skip_layer_norm:fp32:1536x16384 \
