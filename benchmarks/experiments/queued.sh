@@ -2,8 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms with DTYPES=fp16 then
-# bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
+# Steps (next: gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms with
+# DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 18 (2026-12-07, eighteenth session) ran gnlocal, gnlocaltests (gn_local_stats and gn_lean landed), gpu_batch.sh
 # (their plugin tests, four sanitizers), norms (fp32), bench_group_norm and gnsmall through the landed kernels;
