@@ -51,7 +51,8 @@
 #            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
 #            gnwalk: on gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no
 #            x + 0 per element): A/B, FP16; gncl: that set with and without gn_cl_one_group (channels-last windows
-#            of one group summed in one block reduction)
+#            of one group summed in one block reduction); gnland: a winning set's GPU tests (PART=tests) and
+#            sanitizers (PART=sanitize), SETS=NAME+NAME...
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
 #   tests1   build + the GPU tests of the kernels (GroupNorm both designs and layouts, activations, the
@@ -303,6 +304,17 @@ case ${1:-} in
         timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
           --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
         grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
+  gnland) # what a winning GroupNorm set (SETS: ab.py's NAME+NAME...) lands with, applied to the tree and built there
+          # with both header sets: the GroupNorm GPU tests (PART=tests), then in a second call the four sanitizers over
+          # the resident kernel (PART=sanitize); the build is kept between the two calls
+          for p in ${SETS//+/ }; do
+            git apply "benchmarks/experiments/$p.patch" || { echo "gnland: $p does not apply"; exit 1; }
+          done
+          case ${PART:-tests} in
+            tests) TESTS=group_norm TEST_TIMEOUT=420 bash $batch ;;
+            sanitize) SANITIZE=group_norm_resident_small bash $batch ;;
+            *) echo "gnland: PART is tests or sanitize"; exit 2 ;;
+          esac ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
            beside_compile normncu ${POINTS:-skip_layer_norm:fp16:3072x16384 skip_layer_norm:fp32:1536x16384 \
