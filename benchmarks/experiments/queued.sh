@@ -2,8 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms with
-# DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
+# Steps (next: gnreg, gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms
+# with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 18 (2026-12-07, eighteenth session) ran gnlocal, gnlocaltests (gn_local_stats and gn_lean landed), gpu_batch.sh
 # (their plugin tests, four sanitizers), norms (fp32), bench_group_norm and gnsmall through the landed kernels;
@@ -47,6 +47,7 @@
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
+#   gnreg    gn_in_registers (whole small groups held in registers, channels-first), alone and on gnwalk's set: A/B
 #   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
 #            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
 #            gnwalk: on gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no
@@ -280,6 +281,14 @@ case ${1:-} in
           timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
             --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
             > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
+  gnreg) # gn_in_registers: the lean channels-first plans of whole groups of up to 4 packs a thread (SD batch 2's 8x8
+         # and 16x16 latents) run a kernel holding the group in registers (run 18's ncu: ours 472 instructions per warp
+         # at 2x1280x8x8 against its floor's 56; this kernel ~150), alone and on gnwalk's set, beside the tree
+         SETUP_ONLY=1 bash $batch
+         sets="gn_in_registers gn_no_prefetch+gn_walk32+gn_fold_add+gn_in_registers"
+         timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
+           --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
+         grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
   gnstats) # run 18's A/B of gn_local_stats (the cluster plans 0.91-0.92x at SD batch 2 where only its weights'
            # prefetch reaches them; the whole-segment ones 0.97x) under the lean kernels that landed with it: without the
            # prefetch, and without both (statistics through the workspace), the quick table (FP16), both orders
