@@ -47,7 +47,7 @@
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
-#   gnreg    gn_in_registers (whole small groups held in registers, channels-first), alone and on gnwalk's set: A/B
+#   gnreg    gn_in_registers (whole small groups held in registers, both layouts), alone and on gnwalk's set: A/B
 #   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
 #            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
 #            gnwalk: on gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no
@@ -281,9 +281,10 @@ case ${1:-} in
           timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
             --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
             > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
-  gnreg) # gn_in_registers: the lean channels-first plans of whole groups of up to 4 packs a thread (SD batch 2's 8x8
-         # and 16x16 latents) run a kernel holding the group in registers (run 18's ncu: ours 472 instructions per warp
-         # at 2x1280x8x8 against its floor's 56; this kernel ~150), alone and on gnwalk's set, beside the tree
+  gnreg) # gn_in_registers: the lean plans of whole groups per CTA with groups of up to 4 packs a thread (SD batch 2's
+         # 8x8 and 16x16 latents; channels-last without pad, each pixel's group channels whole packs) run a kernel
+         # holding the group in registers, a CTA per group (run 18's ncu: ours 472 instructions per warp at 2x1280x8x8
+         # against its floor's 56; this kernel ~150), alone and on gnwalk's set, beside the tree
          SETUP_ONLY=1 bash $batch
          sets="gn_in_registers gn_no_prefetch+gn_walk32+gn_fold_add+gn_in_registers"
          timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
