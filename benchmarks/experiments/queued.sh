@@ -281,9 +281,10 @@ case ${1:-} in
           timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
             --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
             > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
-  gnreg) # gn_in_registers: the lean plans of whole groups per CTA with groups of up to 4 packs a thread (SD batch 2's
-         # 8x8 and 16x16 latents; channels-last without pad, each pixel's group channels whole packs) run a kernel
-         # holding the group in registers, a CTA per group (run 18's ncu: ours 472 instructions per warp at 2x1280x8x8
+  gnreg) # gn_in_registers: lean plans hold each group in registers, no staging or walks: whole groups per CTA of up
+         # to 4 packs a thread (SD batch 2's 8x8 and 16x16 latents; channels-last without pad, each pixel's group
+         # channels whole packs), channels-first also the cluster plans, 2-8 CTAs a group (2x320x64x64: 4) exchanging
+         # their sums through distributed shared memory (run 18's ncu: ours 472 instructions per warp at 2x1280x8x8
          # against its floor's 56; this kernel ~150), alone and on gnwalk's set, beside the tree
          SETUP_ONLY=1 bash $batch
          sets="gn_in_registers gn_no_prefetch+gn_walk32+gn_fold_add+gn_in_registers"
