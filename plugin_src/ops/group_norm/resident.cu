@@ -217,22 +217,24 @@ Geometry geometryOfPlan(const Geometry& g, DType dt, const GroupNormShape& s, bo
 }
 
 // The kernel a plan runs: staged (a fused plan with every unit of each range on chip) without the
-// global-memory walks.
-template <class T, int VEC, GroupNormLayout L> auto kernelFor(bool staged) {
+// global-memory walks; lean (staged, the widest packs, no skip, bias or sum) without the code for those too.
+template <class T, int VEC, GroupNormLayout L> auto kernelFor(bool staged, bool lean) {
+    if constexpr (VEC == IoSize<T>::kVec)
+        if (lean) return residentKernel<T, VEC, L, false, true>;
     return staged ? residentKernel<T, VEC, L, false> : residentKernel<T, VEC, L, true>;
 }
 
 bool staged(const GroupNormResidentPlan& p) { return p.fused && p.resident >= p.per; }
 
-// The kernel a plan with geometry g runs (its layout and pack width).
-template <class T> auto kernelOf(const Geometry& g, const GroupNormResidentPlan& p) {
+// The kernel a plan with geometry g runs (its layout and pack width; lean: see lean()).
+template <class T> auto kernelOf(const Geometry& g, const GroupNormResidentPlan& p, bool lean = false) {
     constexpr int kVec = IoSize<T>::kVec;
     constexpr auto kCl = GroupNormLayout::kChannelsLast, kCf = GroupNormLayout::kChannelsFirst;
     const bool st = staged(p);
     if constexpr (sizeof(T) == 2)
-        if (g.cl && g.vec == kNarrowVec) return kernelFor<T, kNarrowVec, kCl>(st);
-    if (g.cl) return g.vec > 1 ? kernelFor<T, kVec, kCl>(st) : kernelFor<T, 1, kCl>(st);
-    return g.vec > 1 ? kernelFor<T, kVec, kCf>(st) : kernelFor<T, 1, kCf>(st);
+        if (g.cl && g.vec == kNarrowVec) return kernelFor<T, kNarrowVec, kCl>(st, lean);
+    if (g.cl) return g.vec > 1 ? kernelFor<T, kVec, kCl>(st, lean) : kernelFor<T, 1, kCl>(st, lean);
+    return g.vec > 1 ? kernelFor<T, kVec, kCf>(st, lean) : kernelFor<T, 1, kCf>(st, lean);
 }
 
 // Whether every CTA of plan p holds whole segments (a CTA barrier between the phases serves).
@@ -245,10 +247,7 @@ template <class T> bool lean(const Geometry& g, const Gn<T>& a, const GroupNormR
 
 template <class T>
 cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
-    constexpr int kVec = IoSize<T>::kVec;
-    const auto kernel = !lean(g, a, p)             ? kernelOf<T>(g, p)
-                        : g.cl ? residentKernel<T, kVec, GroupNormLayout::kChannelsLast, false, true>
-                               : residentKernel<T, kVec, GroupNormLayout::kChannelsFirst, false, true>;
+    const auto kernel = kernelOf<T>(g, p, lean(g, a, p));
     if (p.fused) { // cooperative unless each CTA or cluster holds whole segments
         cudaLaunchAttribute attr = {};
         if (a.cluster) attr = clusterAttribute(unsigned(p.cluster));
