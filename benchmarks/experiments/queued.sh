@@ -141,6 +141,13 @@ beside_compile() { # NAME POINT...
   timeout 540 python3 scripts/profile_kernels.py --points $(for p in "$@"; do echo "$p $p:compile"; done) \
     --out "$OUT/$name" > "$OUT/$name.log" 2>&1; tail -30 "$OUT/$name.log"
 }
+# GroupNorm patch sets (ab.py's NAME+NAME...) each beside the tree, both orders, in the quick table (FP16)
+gn_ab() {
+  SETUP_ONLY=1 bash $batch # the wheels and the TensorRT OSS peer
+  timeout 560 python3 benchmarks/experiments/ab.py "$@" --bench group_norm --repeat 2 --timeout 100 -- \
+    --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
+  grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50
+}
 gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
 # ncu with stall samples per source line of one GroupNorm launch (gn_launch.py's arguments) per CASE, into
 # $OUT/PREFIX_<case>.{txt,sass.csv,lines.txt}
@@ -286,35 +293,20 @@ case ${1:-} in
          # channels whole packs), channels-first also the cluster plans, 2-8 CTAs a group (2x320x64x64: 4) exchanging
          # their sums through distributed shared memory (run 18's ncu: ours 472 instructions per warp at 2x1280x8x8
          # against its floor's 56; this kernel ~150), alone and on gnwalk's set, beside the tree
-         SETUP_ONLY=1 bash $batch
-         sets="gn_in_registers gn_no_prefetch+gn_walk32+gn_fold_add+gn_in_registers"
-         timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
-           --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
-         grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
+         gn_ab gn_in_registers gn_no_prefetch+gn_walk32+gn_fold_add+gn_in_registers ;;
   gnstats) # run 18's A/B of gn_local_stats (the cluster plans 0.91-0.92x at SD batch 2 where only its weights'
            # prefetch reaches them; the whole-segment ones 0.97x) under the lean kernels that landed with it: without the
            # prefetch, and without both (statistics through the workspace), the quick table (FP16), both orders
-           SETUP_ONLY=1 bash $batch
-           timeout 560 python3 benchmarks/experiments/ab.py gn_no_prefetch gn_no_local --bench group_norm \
-             --repeat 2 --timeout 100 -- --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
-           grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
+           gn_ab gn_no_prefetch gn_no_local ;;
   gnwalk) # on gn_no_prefetch, cumulative: gn_walk32 (the staged walks' offsets in 32 bits: their loops' SASS 98 -> 65
           # instructions in the lean channels-first kernel; run 18's ncu: ~120 of 1112 instructions per warp at
           # 2x320x64x64 in those loops), then gn_fold_add (the channel's add folded into the per-pack constants: no
           # x + 0 per element, 8 FADDs a pack a walk where there is no bias), each beside the tree, both orders
-          SETUP_ONLY=1 bash $batch
-          sets="gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add"
-          timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
-            --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
-          grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
+          gn_ab gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add ;;
   gncl) # gn_cl_one_group on gnwalk's cumulative set: channels-last CTAs whose window is one group (SD batch 2's
         # 8x8 and 16x16 latents at 1280 channels: the whole-group plan) sum their lanes in one block reduction, not per
         # channel through shared memory and then per group; each beside the tree, both orders (the set without it too)
-        SETUP_ONLY=1 bash $batch
-        sets="gn_no_prefetch+gn_walk32+gn_fold_add gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group"
-        timeout 560 python3 benchmarks/experiments/ab.py $sets --bench group_norm --repeat 2 --timeout 100 -- \
-          --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
-        grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50 ;;
+        gn_ab gn_no_prefetch+gn_walk32+gn_fold_add gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
   gnland) # what a winning GroupNorm set (SETS: ab.py's NAME+NAME...) lands with, applied to the tree and built there
           # with both header sets: the GroupNorm GPU tests (PART=tests), then in a second call the four sanitizers over
           # the resident kernel (PART=sanitize); the build is kept between the two calls
