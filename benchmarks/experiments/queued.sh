@@ -2,8 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnreg, gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab, norms
-# with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
+# Steps (next: gnreg, gnbulk, gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab,
+# norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 18 (2026-12-07, eighteenth session) ran gnlocal, gnlocaltests (gn_local_stats and gn_lean landed), gpu_batch.sh
 # (their plugin tests, four sanitizers), norms (fp32), bench_group_norm and gnsmall through the landed kernels;
@@ -48,6 +48,7 @@
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
 #   gnreg    gn_in_registers (whole small groups held in registers, both layouts), alone and on gnwalk's set: A/B
+#   gnbulk   gn_stream_prefetch (the streamed walks ask the TMA unit to bring the CTA's range 2 steps ahead into L2)
 #   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
 #            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
 #            gnwalk: on gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no
@@ -294,6 +295,10 @@ case ${1:-} in
          # their sums through distributed shared memory (run 18's ncu: ours 472 instructions per warp at 2x1280x8x8
          # against its floor's 56; this kernel ~150), alone and on gnwalk's set, beside the tree
          gn_ab gn_in_registers gn_no_prefetch+gn_walk32+gn_fold_add+gn_in_registers ;;
+  gnbulk) # gn_stream_prefetch: where a range streams (the VAE shapes from 32 MB: 57-65% of copy; run 15's gnbig: each
+          # warp's chain of loads, DRAM at 37-42% of peak), thread 0 of each CTA asks the TMA unit (one bulk L2
+          # prefetch, sm_90) for the CTA's bytes 2 walk steps ahead: requests in flight that no register waits on
+          gn_ab gn_stream_prefetch ;;
   gnstats) # run 18's A/B of gn_local_stats (the cluster plans 0.91-0.92x at SD batch 2 where only its weights'
            # prefetch reaches them; the whole-segment ones 0.97x) under the lean kernels that landed with it: without the
            # prefetch, and without both (statistics through the workspace), the quick table (FP16), both orders
