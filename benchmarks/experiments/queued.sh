@@ -3,8 +3,8 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: gnreg, gnbulk, gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab,
-# norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
-# `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
+# norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with
+# GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 18 (2026-12-07, eighteenth session) ran gnlocal, gnlocaltests (gn_local_stats and gn_lean landed), gpu_batch.sh
 # (their plugin tests, four sanitizers), norms (fp32), bench_group_norm and gnsmall through the landed kernels;
 # run 17 (2026-12-07, seventeenth session) ran gpu_batch.sh (GroupNorm GPU tests, four sanitizers), gn (the
