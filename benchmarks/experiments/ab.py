@@ -39,7 +39,7 @@ PENDING: tuple[str, ...] = ("gn_in_registers", "gn_no_prefetch+gn_walk32+gn_fold
                              "gn_no_prefetch", "gn_no_local", "gn_no_prefetch+gn_walk32",
                              "gn_no_prefetch+gn_walk32+gn_fold_add",
                              "gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group", "gn_stream_prefetch",
-                             "bias_unroll2_fp32", "bias_unroll2")
+                             "gn_tma_stage", "bias_unroll2_fp32", "bias_unroll2")
 BENCHES = {"kernels": "bench_kernels.py", "group_norm": "bench_group_norm.py"}
 GN_COLUMNS = ("ours_cl", "ours_cf", "resident_cf_whole", "resident_cf_c2", "resident_cl_whole",  # ours, and the
               "resident_cl_windows")  # forced plans

@@ -48,7 +48,8 @@
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
 #   gnreg    gn_in_registers (whole small groups held in registers, both layouts), alone and on gnwalk's set: A/B
-#   gnbulk   gn_stream_prefetch (the streamed walks ask the TMA unit to bring the CTA's range 2 steps ahead into L2)
+#   gnbulk   gn_stream_prefetch (the streamed walks ask the TMA unit to bring the CTA's range 2 steps ahead into L2),
+#            gn_tma_stage (each CTA's contiguous staging as bulk copies of the TMA unit on an mbarrier): A/B, FP16
 #   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
 #            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
 #            gnwalk: on gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no
@@ -297,8 +298,10 @@ case ${1:-} in
          gn_ab gn_in_registers gn_no_prefetch+gn_walk32+gn_fold_add+gn_in_registers ;;
   gnbulk) # gn_stream_prefetch: where a range streams (the VAE shapes from 32 MB: 57-65% of copy; run 15's gnbig: each
           # warp's chain of loads, DRAM at 37-42% of peak), thread 0 of each CTA asks the TMA unit (one bulk L2
-          # prefetch, sm_90) for the CTA's bytes 2 walk steps ahead: requests in flight that no register waits on
-          gn_ab gn_stream_prefetch ;;
+          # prefetch, sm_90) for the CTA's bytes 2 walk steps ahead: requests in flight that no register waits on;
+          # gn_tma_stage: thread 0 stages the CTA's contiguous tail with bulk copies (32 KB each) completing on an
+          # mbarrier, not a cp.async per pack and thread (the lean kernels 4-8 registers fewer)
+          gn_ab gn_stream_prefetch gn_tma_stage ;;
   gnstats) # run 18's A/B of gn_local_stats (the cluster plans 0.91-0.92x at SD batch 2 where only its weights'
            # prefetch reaches them; the whole-segment ones 0.97x) under the lean kernels that landed with it: without the
            # prefetch, and without both (statistics through the workspace), the quick table (FP16), both orders
