@@ -82,8 +82,9 @@ def peers_available():
     return lig, oss
 
 
-def point(shape, dt, silu, lig, oss, compile_it):
-    """One row: every peer's seconds per launch (or why it has none)."""
+def point(shape, dt, silu, lig, oss, compile_it, only=()):
+    """One row: every peer's seconds per launch (or why it has none); `only`: these columns alone (ours and plans
+    forced, for an A/B), no peer but the copy."""
     n, c, h, w = shape
     g = torch.Generator(device="cuda").manual_seed(0)
     x = (torch.randn(shape, generator=g, device="cuda") + 1.0).to(dt)
@@ -162,7 +163,11 @@ def point(shape, dt, silu, lig, oss, compile_it):
                 plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, windows=windows)
                 if plan[3] and plan != base:
                     forced(key, v, out, plan)
-    if not silu:  # the same bytes either op
+    if only:
+        lig = oss = None
+        compile_it = False
+        fns = {k: f for k, f in fns.items() if k in only}
+    elif not silu:  # the same bytes either op
         floors(x, y, n * GROUPS, sms, rec, fns)
     if lig is not None and not silu:
         fns["liger"] = lambda: lig(x, c, GROUPS, wt, bt, EPS)[0]
@@ -303,6 +308,8 @@ def main():
     ap.add_argument("--plot", type=Path, metavar="JSON", help="draw JSON's plot beside it (NAME.png), timing nothing")
     ap.add_argument("--quick", action="store_true", help="9 shapes (SD batch 2 and 8, SD-XL, VAE) instead of 45")
     ap.add_argument("--dtypes", nargs="+", default=["fp16", "bf16"], choices=["fp32", "fp16", "bf16"])
+    ap.add_argument("--only", nargs="+", default=[], metavar="KEY",
+                    help="time only these columns (ours_cf, ours_cl, resident_cf_c2, ...): an A/B's, without the peers")
     ap.add_argument("--compile-at", nargs="*", type=int, default=[], metavar="N C H W",
                     help="shapes (4 numbers each) where max-autotune torch.compile runs (FP16 only; 5-30 s each)")
     args = ap.parse_args()
@@ -320,7 +327,7 @@ def main():
     for shape, family in shapes(args.quick):
         for name in args.dtypes:
             for silu in (False, True):
-                r = point(shape, dts[name], silu, lig, oss, tuple(shape) in at and name == "fp16")
+                r = point(shape, dts[name], silu, lig, oss, tuple(shape) in at and name == "fp16", set(args.only))
                 r.update(dtype=name, family=family)
                 rows.append(r)
                 print(table([r])[-1], flush=True)

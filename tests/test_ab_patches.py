@@ -92,3 +92,9 @@ def test_times_of_reads_the_group_norm_benchmark(tmp_path):
     assert ab.times_of(ab.read_run(tmp_path / "g")) == {"group_norm fp16 2x1280x8x8 ours_cl": 9e-6,
                                                        "group_norm fp16 2x1280x8x8 ours_cf": 3.7e-6,
                                                        "group_norm fp16 2x1280x8x8 resident_cl_whole": 7e-6}
+
+
+def test_the_group_norm_table_times_only_the_compared_columns():
+    assert ab.with_columns("group_norm", ["--quick"]) == ["--quick", "--only", *ab.GN_COLUMNS]
+    assert ab.with_columns("group_norm", ["--only", "ours_cf"]) == ["--only", "ours_cf"]
+    assert ab.with_columns("kernels", ["--ops", "bias_gelu"]) == ["--ops", "bias_gelu"]

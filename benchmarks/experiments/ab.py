@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A/B of kernel patches on the GPU machine, in one call and one order: build the kernels library of
 the tree as it is ("base") and of each patch set, run scripts/bench_kernels.py (--bench group_norm:
-scripts/bench_group_norm.py) with the same arguments against each (and each value of --env), then
-print our time per point side by side.
+scripts/bench_group_norm.py, timing only ours and the forced plans, GN_COLUMNS, unless its arguments say --only) with
+the same arguments against each (and each value of --env), then print our time per point side by side.
 
   python3 benchmarks/experiments/ab.py NAME -- --ops bias_gelu bias_relu6 --hiddens --odd --no-compile
   python3 benchmarks/experiments/ab.py --no-base --sweep-build loop_rows_ahead \\
@@ -50,6 +50,14 @@ ANY_SKIP = shutil.ignore_patterns("*.so", "__pycache__")
 def skip(folder: str, names: list[str]) -> set[str]:
     """What the tree's copy leaves out: build outputs and fetched material (trtplugins/engine/ is source)."""
     return ANY_SKIP(folder, names) | (TOP_SKIP(folder, names) if Path(folder) == ROOT else set())
+
+
+def with_columns(bench: str, bench_args: list[str]) -> list[str]:
+    """The benchmark's arguments: the GroupNorm table times only the columns an A/B compares (GN_COLUMNS: ours and
+    the forced plans, no peer) unless they name their own (--only)."""
+    if bench != "group_norm" or "--only" in bench_args:
+        return bench_args
+    return [*bench_args, "--only", *GN_COLUMNS]
 
 
 def patches(name: str) -> list[Path]:
@@ -207,6 +215,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="only check that each set applies (no build, no GPU)")
     ap.add_argument("--build-only", action="store_true", help="build the libraries, run nothing (no GPU)")
     args = ap.parse_args(own)
+    bench_args = with_columns(args.bench, bench_args)
     names = (["base"] if args.base else []) + args.sets
     if not names:
         ap.error("nothing to run: name a patch set, or keep the base run")

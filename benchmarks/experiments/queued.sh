@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnreg, gnbulk, gnstats, gnwalk, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab,
+# Steps (next: gnreg, gnstats, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab,
 # norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with
 # GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
 # run 18 (2026-12-07, eighteenth session) ran gnlocal, gnlocaltests (gn_local_stats and gn_lean landed), gpu_batch.sh
@@ -47,13 +47,13 @@
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
 #   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
-#   gnreg    gn_in_registers (whole small groups held in registers, both layouts), alone and on gnwalk's set: A/B
-#   gnbulk   gn_stream_prefetch (the streamed walks ask the TMA unit to bring the CTA's range 2 steps ahead into L2),
-#            gn_tma_stage (each CTA's contiguous staging as bulk copies of the TMA unit on an mbarrier): A/B, FP16
+#   gnreg    gn_in_registers (whole small groups held in registers, both layouts), gn_stream_prefetch (the
+#            streamed walks ask the TMA unit for the CTA's range 2 steps ahead into L2), gn_tma_stage (each CTA's
+#            contiguous staging as bulk copies of the TMA unit on an mbarrier): A/B, FP16, each beside the tree
 #   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
-#            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again): A/B, FP16;
-#            gnwalk: on gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no
-#            x + 0 per element): A/B, FP16; gncl: that set with and without gn_cl_one_group (channels-last windows
+#            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again), and on
+#            gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no x + 0 per
+#            element): A/B, FP16; gncl: that set with and without gn_cl_one_group (channels-last windows
 #            of one group summed in one block reduction); gnland: a winning set's GPU tests (PART=tests) and
 #            sanitizers (PART=sanitize), SETS=NAME+NAME...
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
@@ -290,28 +290,26 @@ case ${1:-} in
           timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
             --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
             > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
-  gnreg) # gn_in_registers: lean plans hold each group in registers, no staging or walks: whole groups per CTA of up
+  gnreg) # each beside the tree (ab.py times ours and the forced plans alone: ~4x shorter runs than the full table):
+         # gn_in_registers: lean plans hold each group in registers, no staging or walks: whole groups per CTA of up
          # to 4 packs a thread (SD batch 2's 8x8 and 16x16 latents; channels-last without pad, each pixel's group
          # channels whole packs), channels-first also the cluster plans, 2-8 CTAs a group (2x320x64x64: 4) exchanging
          # their sums through distributed shared memory (run 18's ncu: ours 472 instructions per warp at 2x1280x8x8
-         # against its floor's 56; this kernel ~150), alone and on gnwalk's set, beside the tree
-         gn_ab gn_in_registers gn_no_prefetch+gn_walk32+gn_fold_add+gn_in_registers ;;
-  gnbulk) # gn_stream_prefetch: where a range streams (the VAE shapes from 32 MB: 57-65% of copy; run 15's gnbig: each
-          # warp's chain of loads, DRAM at 37-42% of peak), thread 0 of each CTA asks the TMA unit (one bulk L2
-          # prefetch, sm_90) for the CTA's bytes 2 walk steps ahead: requests in flight that no register waits on;
-          # gn_tma_stage: thread 0 stages the CTA's contiguous tail with bulk copies (32 KB each) completing on an
-          # mbarrier, not a cp.async per pack and thread (the lean kernels 4-8 registers fewer)
-          gn_ab gn_stream_prefetch gn_tma_stage ;;
+         # against its floor's 56; this kernel ~150); gn_stream_prefetch: where a range streams (the VAE shapes from
+         # 32 MB: 57-65% of copy; run 15's gnbig: each warp's chain of loads, DRAM at 37-42% of peak), thread 0 of
+         # each CTA asks the TMA unit (one bulk L2 prefetch, sm_90) for the CTA's bytes 2 walk steps ahead: requests
+         # in flight that no register waits on; gn_tma_stage: thread 0 stages the CTA's contiguous tail with bulk
+         # copies (32 KB each) completing on an mbarrier, not a cp.async per pack and thread
+         gn_ab gn_in_registers gn_stream_prefetch gn_tma_stage ;;
   gnstats) # run 18's A/B of gn_local_stats (the cluster plans 0.91-0.92x at SD batch 2 where only its weights'
            # prefetch reaches them; the whole-segment ones 0.97x) under the lean kernels that landed with it: without the
-           # prefetch, and without both (statistics through the workspace), the quick table (FP16), both orders
-           gn_ab gn_no_prefetch gn_no_local ;;
-  gnwalk) # on gn_no_prefetch, cumulative: gn_walk32 (the staged walks' offsets in 32 bits: their loops' SASS 98 -> 65
-          # instructions in the lean channels-first kernel; run 18's ncu: ~120 of 1112 instructions per warp at
-          # 2x320x64x64 in those loops), then gn_fold_add (the channel's add folded into the per-pack constants: no
-          # x + 0 per element, 8 FADDs a pack a walk where there is no bias), each beside the tree, both orders
-          gn_ab gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add ;;
-  gncl) # gn_cl_one_group on gnwalk's cumulative set: channels-last CTAs whose window is one group (SD batch 2's
+           # prefetch, and without both (statistics through the workspace); then on gn_no_prefetch, cumulative:
+           # gn_walk32 (the staged walks' offsets in 32 bits: their loops' SASS 98 -> 65 instructions in the lean
+           # channels-first kernel; run 18's ncu: ~120 of 1112 instructions per warp at 2x320x64x64 in those loops),
+           # then gn_fold_add (the channel's add folded into the per-pack constants: no x + 0 per element, 8 FADDs a
+           # pack a walk where there is no bias); each beside the tree, the quick table (FP16), both orders
+           gn_ab gn_no_prefetch gn_no_local gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add ;;
+  gncl) # gn_cl_one_group on gnstats's cumulative set: channels-last CTAs whose window is one group (SD batch 2's
         # 8x8 and 16x16 latents at 1280 channels: the whole-group plan) sum their lanes in one block reduction, not per
         # channel through shared memory and then per group; each beside the tree, both orders (the set without it too)
         gn_ab gn_no_prefetch+gn_walk32+gn_fold_add gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
