@@ -290,7 +290,7 @@ case ${1:-} in
           timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
             --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
             > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
-  gnreg) # each beside the tree (ab.py times ours and the forced plans alone: ~4x shorter runs than the full table):
+  gnreg) # each beside the tree (ab.py times ours and the forced plans alone: a quarter of the full table's launches):
          # gn_in_registers: lean plans hold each group in registers, no staging or walks: whole groups per CTA of up
          # to 4 packs a thread (SD batch 2's 8x8 and 16x16 latents; channels-last without pad, each pixel's group
          # channels whole packs), channels-first also the cluster plans, 2-8 CTAs a group (2x320x64x64: 4) exchanging
