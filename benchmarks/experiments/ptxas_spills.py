@@ -73,7 +73,8 @@ def compile_one(nvcc: str, src: Path, arch: str, tmp: Path) -> tuple[list[dict],
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--archs", nargs="+", default=None, help="compute capabilities (90 100 ...); default: CMake's list")
-    ap.add_argument("--files", nargs="+", type=Path, default=None, help="kernel sources; default: plugin_src/ops/**/*.cu")
+    ap.add_argument("--files", nargs="+", type=Path, default=None,
+                    help="kernel sources; default: plugin_src/ops/**/*.cu")
     ap.add_argument("--json", type=Path, help="every kernel's record, spilling or not")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 2, help="compiles at once")
     args = ap.parse_args(argv)
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
     if spilling:
         print("| arch | kernel | registers | spill stores / loads (bytes) |\n|---|---|---|---|")
         for r in sorted(spilling, key=lambda r: (int(r["arch"]), -r["spill_stores"])):
-            print(f"| sm_{r['arch']} | {short(r['kernel'])} | {r['registers']} | {r['spill_stores']} / {r['spill_loads']} |")
+            spills = f"{r['spill_stores']} / {r['spill_loads']}"
+            print(f"| sm_{r['arch']} | {short(r['kernel'])} | {r['registers']} | {spills} |")
     for line in failed:
         print(f"FAILED {line}", file=sys.stderr)
     return 1 if failed else 0
