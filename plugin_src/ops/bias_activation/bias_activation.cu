@@ -14,7 +14,7 @@ namespace {
 using namespace detail;
 
 constexpr int kThreads = 256;
-constexpr int kUnroll = 4; // packs in flight per thread (1 on small launches: a quarter of the code to fetch)
+constexpr int kUnroll = 2; // packs in flight per thread (1 on small launches: half the code to fetch)
 
 // How a pack reads its bias: none; aligned float4s (hidden a multiple of VEC, bias 16-byte aligned);
 // from any column, wrapping at the row's end.

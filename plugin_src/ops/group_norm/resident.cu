@@ -1,5 +1,6 @@
 // GroupNorm's resident design: its plan (a pure function of the shape and the GPU's description) and
 // launch; the kernel is in resident_kernel.cuh.
+#include "in_registers.cuh"
 #include "resident_kernel.cuh"
 
 #include "host.h"
@@ -245,8 +246,70 @@ template <class T> bool lean(const Geometry& g, const Gn<T>& a, const GroupNormR
     return staged(p) && g.vec == IoSize<T>::kVec && a.skipMode == GroupNormSkip::kNone && !a.bias && !a.sum;
 }
 
+// How plan p's groups run in registers (inRegistersKernel), where they can: a lean plan of whole groups per
+// CTA (channels-last: no pad, each pixel's group channels whole packs) or, channels-first, per cluster (a
+// cluster plan, or groups past a CTA's 4 packs per thread): each group in 1, 2, 4 or 8 CTAs of at most 4 packs
+// per thread.
+struct InRegisters {
+    int r = 0, vec = 0, cluster = 1; // packs per thread (0: not in registers), elements per pack, CTAs per group
+    int64_t threads = 0, rows = 0;   // per CTA; channels-last: pixels per step
+};
+template <class T> InRegisters inRegisters(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p) {
+    constexpr int kVec = IoSize<T>::kVec;
+    if (!lean(g, a, p) || !(local(g, p) || (!g.cl && p.cluster > 1))) return {};
+    InRegisters k;
+    k.vec = !g.cl || a.cpg % kVec == 0 ? kVec : a.cpg % (kVec / 2) == 0 ? kVec / 2 : 0;
+    const int64_t channels = int64_t(a.channels) * a.windows; // all of them (a windowed plan's a.channels: a window's)
+    if (!k.vec || (g.cl && (a.cstride != channels || int64_t(a.spatial) * a.cstride >= kMaxOffset))) return {};
+    if (!g.cl) // channels-first: the fewest CTAs per group (a cluster) that hold it in 4 packs per thread
+        while (g.segLen / k.cluster / k.vec > 4 * kThreads && k.cluster < kClusterCtas) k.cluster *= 2;
+    if (k.cluster > 1 && (groupNormDevice().maxCluster < k.cluster || g.segLen % (k.cluster * k.vec))) return {};
+    // Clusters only where the grid is one wave at 2 CTAs per SM: at 512 CTAs and more (2x640x64x64, 4x320x64x64)
+    // the staged plans measured 10-27% faster.
+    if (k.cluster > 1 && g.units / g.segLen * k.cluster > 2 * int64_t(groupNormDevice().sms)) return {};
+    const int64_t perPixel = g.cl ? a.cpg / k.vec : 1;        // packs of a pixel's group channels
+    const int64_t lines = g.cl ? a.spatial : g.segLen / k.cluster / k.vec; // pixels (channels-first: packs)
+    if (perPixel > kThreads) return {};
+    k.rows = std::min<int64_t>(lines, kThreads / perPixel);
+    const int64_t steps = ceilDiv(lines, k.rows);
+    k.r = steps == 1 ? 1 : steps == 2 ? 2 : steps <= 4 ? 4 : 0;
+    k.threads = (k.rows * perPixel + 31) / 32 * 32;
+    return k.r ? k : InRegisters{};
+}
+
+template <class T, bool CL, int K = 1> auto inRegistersKernelFor(const InRegisters& k) {
+    constexpr int kVec = IoSize<T>::kVec, kHalf = kVec / 2;
+    if constexpr (CL) // channels-first groups are whole 16-byte packs here
+        if (k.vec == kHalf)
+            return k.r == 1 ? inRegistersKernel<T, kHalf, 1, CL>
+                 : k.r == 2 ? inRegistersKernel<T, kHalf, 2, CL>
+                            : inRegistersKernel<T, kHalf, 4, CL>;
+    return k.r == 1 ? inRegistersKernel<T, kVec, 1, CL, K>
+         : k.r == 2 ? inRegistersKernel<T, kVec, 2, CL, K>
+                    : inRegistersKernel<T, kVec, 4, CL, K>;
+}
+
+template <class T>
+cudaError_t launchInRegisters(const Geometry& g, const Gn<T>& a, const InRegisters& k, cudaStream_t stream) {
+    Gn<T> b = a;
+    b.groups = a.groups * a.windows, b.channels = a.channels * a.windows, b.windows = 1; // every group, unwindowed
+    b.groupsDiv = FastDiv(uint32_t(b.groups));
+    if (g.cl) b.packs = int32_t(a.cpg / k.vec), b.packsDiv = FastDiv(uint32_t(b.packs)), b.rows = int32_t(k.rows);
+    const int64_t ctas = g.units / g.segLen * (g.cl ? b.groups : k.cluster);
+    if (k.cluster > 1) {
+        cudaLaunchAttribute attr = clusterAttribute(unsigned(k.cluster));
+        const auto kernel = k.cluster == 2   ? inRegistersKernelFor<T, false, 2>(k)
+                            : k.cluster == 4 ? inRegistersKernelFor<T, false, 4>(k)
+                                             : inRegistersKernelFor<T, false, 8>(k);
+        return launchKernelWith(kernel, unsigned(ctas), unsigned(k.threads), 0, &attr, 1, stream, b);
+    }
+    return launchKernel(g.cl ? inRegistersKernelFor<T, true>(k) : inRegistersKernelFor<T, false>(k), unsigned(ctas),
+                        unsigned(k.threads), stream, b);
+}
+
 template <class T>
 cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
+    if (const InRegisters k = inRegisters(g, a, p); k.r) return launchInRegisters(g, a, k, stream);
     const auto kernel = kernelOf<T>(g, p, lean(g, a, p));
     if (p.fused) { // cooperative unless each CTA or cluster holds whole segments
         cudaLaunchAttribute attr = {};

@@ -203,14 +203,19 @@ template <class T> __device__ __forceinline__ int64_t segmentOf(const Gn<T>& a, 
     return a.perDivOk ? int64_t(a.segDiv.div(uint32_t(u))) : u / a.segLen;
 }
 
-// Target k's (a piece's, and group's channels-last) mean and rstd from its segment's sums of d = s - K, d^2.
-template <class T>
-__device__ __forceinline__ void setStats(const Gn<T>& a, const Cta<T>& t, int32_t k, float shift, float s1, float s2) {
+// A segment's (group's) mean and rstd from its sums of d = s - K and d^2 (K: shift).
+template <class T> __device__ __forceinline__ float2 meanRstd(const Gn<T>& a, float shift, float s1, float s2) {
     const float d = s1 * a.invCount;
     float var = s2 * a.invCount - d * d;
     var = var < 0.f ? 0.f : var; // keeps NaN
-    t.mean[k] = shift + d;
-    t.rstd[k] = rsqrtf(var + a.eps);
+    return make_float2(shift + d, rsqrtf(var + a.eps));
+}
+
+// Target k's (a piece's, and group's channels-last) mean and rstd from its segment's sums.
+template <class T>
+__device__ __forceinline__ void setStats(const Gn<T>& a, const Cta<T>& t, int32_t k, float shift, float s1, float s2) {
+    const float2 m = meanRstd(a, shift, s1, s2);
+    t.mean[k] = m.x, t.rstd[k] = m.y;
 }
 
 // Target k's sums over this CTA: into the workspace at `slot` for the CTAs sharing its segment, or, where
