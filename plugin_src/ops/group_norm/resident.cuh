@@ -264,6 +264,15 @@ struct Piece {
     int64_t s, e0, e1;
 };
 
+// Packs in flight per thread in the walks: streamed channels-first, staged (both layouts), streamed channels-last.
+// sm_100's and sm_120's ptxas spill the 16-bit streaming kernels (up to 400 bytes a thread at their 128 registers)
+// with Hopper's counts; with these, no resident kernel spills there.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+constexpr int kCfStreamPacks = 2, kStagedPacks = 1, kClStreamPacks = 1;
+#else
+constexpr int kCfStreamPacks = 4, kStagedPacks = 2, kClStreamPacks = 2;
+#endif
+
 // Calls f(s values, channel, element offset) for this thread's packs of elements [e0, e1) of group s,
 // read from src (S: shared memory holding unit `base` at xs[0], or global), U packs in flight.
 template <Src S, int U, class T, int VEC, class F>
@@ -302,10 +311,10 @@ template <Src S, bool STREAM, class T, int VEC, class F>
 __device__ __forceinline__ void cfEach(const Gn<T>& a, const Cta<T>& t, const Piece& p, bool sharedFirst, F&& f) {
     const Piece global{p.s, p.e0, p.e1 < t.rs ? p.e1 : t.rs}, shared{p.s, p.e0 > t.rs ? p.e0 : t.rs, p.e1};
     if constexpr (STREAM)
-        if (!sharedFirst && global.e0 < global.e1) cfWalk<S, 4, T, VEC>(a, a.x, a.skip, 0, global, f);
-    if (shared.e0 < shared.e1) cfWalk<Src::kShared, 2, T, VEC>(a, t.sx, t.sk, t.rs, shared, f);
+        if (!sharedFirst && global.e0 < global.e1) cfWalk<S, kCfStreamPacks, T, VEC>(a, a.x, a.skip, 0, global, f);
+    if (shared.e0 < shared.e1) cfWalk<Src::kShared, kStagedPacks, T, VEC>(a, t.sx, t.sk, t.rs, shared, f);
     if constexpr (STREAM)
-        if (sharedFirst && global.e0 < global.e1) cfWalk<S, 4, T, VEC>(a, a.x, a.skip, 0, global, f);
+        if (sharedFirst && global.e0 < global.e1) cfWalk<S, kCfStreamPacks, T, VEC>(a, a.x, a.skip, 0, global, f);
 }
 
 template <bool STREAM, class T, int VEC> __device__ void cfStats(const Gn<T>& a, const Cta<T>& t) {

@@ -78,10 +78,10 @@ __device__ __forceinline__ void clEach(const Gn<T>& a, const Cta<T>& t, const La
                                        bool sharedFirst, F&& f) {
     const int64_t g1 = p1 < t.rs ? p1 : t.rs, s0 = p0 > t.rs ? p0 : t.rs;
     if constexpr (STREAM)
-        if (!sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, f);
-    if (s0 < p1) clWalk<Src::kShared, 2, T, VEC>(a, l, t.sx, t.sk, t.rs, s0, p1, f);
+        if (!sharedFirst && p0 < g1) clWalk<S, kClStreamPacks, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, f);
+    if (s0 < p1) clWalk<Src::kShared, kStagedPacks, T, VEC>(a, l, t.sx, t.sk, t.rs, s0, p1, f);
     if constexpr (STREAM)
-        if (sharedFirst && p0 < g1) clWalk<S, 2, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, f);
+        if (sharedFirst && p0 < g1) clWalk<S, kClStreamPacks, T, VEC>(a, l, a.x, a.skip, 0, p0, g1, f);
 }
 
 template <class T, int VEC> __device__ __forceinline__ void clAdd(const Gn<T>& a, const Lane<VEC>& l, int64_t n, float (&add)[VEC]) {
