@@ -2,9 +2,12 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnreg, gnstats, gncl, aotcheck (the GPU tests through run 17's AOT kernels), biasab,
-# norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left), gn with
-# GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`;
+# Steps (next: gnstats, gncl, gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck (the GPU tests through
+# run 17's AOT kernels), norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses
+# left), gn with GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
+# run 19 (2026-12-07, twentieth session) ran gnreg (gn_in_registers landed after gnland's tests and sanitizers;
+# gn_stream_prefetch, gn_tma_stage dropped), gn (fp16, bf16) through it, gnstats (gn_no_local dropped), biasab
+# (bias_unroll2 landed, bias_unroll2_fp32 dropped);
 # run 18 (2026-12-07, eighteenth session) ran gnlocal, gnlocaltests (gn_local_stats and gn_lean landed), gpu_batch.sh
 # (their plugin tests, four sanitizers), norms (fp32), bench_group_norm and gnsmall through the landed kernels;
 # run 17 (2026-12-07, seventeenth session) ran gpu_batch.sh (GroupNorm GPU tests, four sanitizers), gn (the
@@ -46,13 +49,9 @@
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
-#   biasab   bias+activation's packs in flight per thread (bias_unroll2_fp32, bias_unroll2), A/B beside the tree
-#   gnreg    gn_in_registers (whole small groups held in registers, both layouts), gn_stream_prefetch (the
-#            streamed walks ask the TMA unit for the CTA's range 2 steps ahead into L2), gn_tma_stage (each CTA's
-#            contiguous staging as bulk copies of the TMA unit on an mbarrier): A/B, FP16, each beside the tree
-#   gnstats  the landed GroupNorm (run 18: local statistics, weights prefetched, lean kernels) beside gn_no_prefetch
-#            and gn_no_local (no L1 prefetch of the weights; statistics through the workspace again), and on
-#            gn_no_prefetch, gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no x + 0 per
+#   gnstats  the landed GroupNorm (groups in registers where they fit; elsewhere local statistics, weights
+#            prefetched, lean kernels) beside gn_no_prefetch (no L1 prefetch of the weights), and on it, cumulative,
+#            gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no x + 0 per
 #            element): A/B, FP16; gncl: that set with and without gn_cl_one_group (channels-last windows
 #            of one group summed in one block reduction); gnland: a winning set's GPU tests (PART=tests) and
 #            sanitizers (PART=sanitize), SETS=NAME+NAME...
@@ -284,31 +283,12 @@ case ${1:-} in
            beside_compile biasncu bias_relu6:fp16:24576x2048 bias_relu6:fp16:12288x4096 bias_relu6:fp16:9984x5120 \
              bias_gelu:fp32:32768x768 bias_gelu:fp32:8192x3072 bias_gelu:fp32:6144x4096 bias_gelu:fp32:3072x8192 \
              bias_gelu:fp32:2048x12288 bias_gelu:fp32:1536x16384 bias_relu6:bf16:6144x8192 bias_relu6:fp32:5120x5120 ;;
-  biasab) # bias_unroll2_fp32 / bias_unroll2 (ab.py PENDING): 2 packs in flight per thread instead of 4 for 4-byte
-          # types / every type (FP32 GELU 56 -> 40 registers: 75% occupancy, not 50%; run 17's ncu: 43% achieved), each
-          # beside the tree, both orders, at the large points of the three dtypes (the compile's times: run 10 and 15)
-          timeout 560 python3 benchmarks/experiments/ab.py bias_unroll2_fp32 bias_unroll2 --repeat 2 --timeout 90 -- \
-            --ops bias_gelu bias_relu6 --dtypes fp32 fp16 bf16 --no-small --no-compile --odd \
-            > "$OUT/ab.log" 2>&1; grep -E "^ab:|bias_" "$OUT/ab.log" | tail -60 ;;
-  gnreg) # each beside the tree (ab.py times ours and the forced plans alone: a quarter of the full table's launches):
-         # gn_in_registers: lean plans hold each group in registers, no staging or walks: whole groups per CTA of up
-         # to 4 packs a thread (SD batch 2's 8x8 and 16x16 latents; channels-last without pad, each pixel's group
-         # channels whole packs), channels-first also the cluster plans, 2-8 CTAs a group (2x320x64x64: 4) exchanging
-         # their sums through distributed shared memory (run 18's ncu: ours 472 instructions per warp at 2x1280x8x8
-         # against its floor's 56; this kernel ~150); gn_stream_prefetch: where a range streams (the VAE shapes from
-         # 32 MB: 57-65% of copy; run 15's gnbig: each warp's chain of loads, DRAM at 37-42% of peak), thread 0 of
-         # each CTA asks the TMA unit (one bulk L2 prefetch, sm_90) for the CTA's bytes 2 walk steps ahead: requests
-         # in flight that no register waits on; gn_tma_stage: thread 0 stages the CTA's contiguous tail with bulk
-         # copies (32 KB each) completing on an mbarrier, not a cp.async per pack and thread
-         gn_ab gn_in_registers gn_stream_prefetch gn_tma_stage ;;
-  gnstats) # run 18's A/B of gn_local_stats (the cluster plans 0.91-0.92x at SD batch 2 where only its weights'
-           # prefetch reaches them; the whole-segment ones 0.97x) under the lean kernels that landed with it: without the
-           # prefetch, and without both (statistics through the workspace); then on gn_no_prefetch, cumulative:
-           # gn_walk32 (the staged walks' offsets in 32 bits: their loops' SASS 98 -> 65 instructions in the lean
-           # channels-first kernel; run 18's ncu: ~120 of 1112 instructions per warp at 2x320x64x64 in those loops),
-           # then gn_fold_add (the channel's add folded into the per-pack constants: no x + 0 per element, 8 FADDs a
-           # pack a walk where there is no bias); each beside the tree, the quick table (FP16), both orders
-           gn_ab gn_no_prefetch gn_no_local gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add ;;
+  gnstats) # without the weights' prefetch (run 18's ncu: 94-96 instructions per warp at SD batch 2), then on it,
+           # cumulative: gn_walk32 (the staged walks' offsets in 32 bits: their loops' SASS 98 -> 65 instructions in the
+           # lean channels-first kernel), then gn_fold_add (the channel's add folded into the per-pack constants: no
+           # x + 0 per element); run 19 measured them before the kernel in registers landed (channels-first median
+           # 1.031x); each beside the tree, the quick table (FP16), both orders
+           gn_ab gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add ;;
   gncl) # gn_cl_one_group on gnstats's cumulative set: channels-last CTAs whose window is one group (SD batch 2's
         # 8x8 and 16x16 latents at 1280 channels: the whole-group plan) sum their lanes in one block reduction, not per
         # channel through shared memory and then per group; each beside the tree, both orders (the set without it too)
