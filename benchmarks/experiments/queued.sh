@@ -2,7 +2,7 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats, gncl, gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck (the GPU tests through
+# Steps (next: gnstats (with gn_cl_one_group), gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck (the GPU tests through
 # run 17's AOT kernels), norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses
 # left), gn with GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
 # run 19 (2026-12-07, twentieth session) ran gnreg (gn_in_registers landed after gnland's tests and sanitizers;
@@ -52,8 +52,8 @@
 #   gnstats  the landed GroupNorm (groups in registers where they fit; elsewhere local statistics, weights
 #            prefetched, lean kernels) beside gn_no_prefetch (no L1 prefetch of the weights), and on it, cumulative,
 #            gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no x + 0 per
-#            element): A/B, FP16; gncl: that set with and without gn_cl_one_group (channels-last windows
-#            of one group summed in one block reduction); gnland: a winning set's GPU tests (PART=tests) and
+#            element), then + gn_cl_one_group (channels-last windows of one group summed in one block
+#            reduction): A/B, FP16; gnland: a winning set's GPU tests (PART=tests) and
 #            sanitizers (PART=sanitize), SETS=NAME+NAME...
 #   land     run 9's landings: SkipNorm GPU tests through the AOT library with the small-launch picks, their
 #            picked times, the resident GroupNorm under memcheck and racecheck
@@ -287,22 +287,23 @@ case ${1:-} in
            # cumulative: gn_walk32 (the staged walks' offsets in 32 bits: their loops' SASS 98 -> 65 instructions in the
            # lean channels-first kernel), then gn_fold_add (the channel's add folded into the per-pack constants: no
            # x + 0 per element); run 19 measured them before the kernel in registers landed (channels-first median
-           # 1.031x); each beside the tree, the quick table (FP16), both orders
-           gn_ab gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add ;;
-  gncl) # gn_cl_one_group on gnstats's cumulative set: channels-last CTAs whose window is one group (SD batch 2's
-        # 8x8 and 16x16 latents at 1280 channels: the whole-group plan) sum their lanes in one block reduction, not per
-        # channel through shared memory and then per group; each beside the tree, both orders (the set without it too)
-        gn_ab gn_no_prefetch+gn_walk32+gn_fold_add gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
+           # 1.031x); then + gn_cl_one_group (channels-last CTAs whose window is one group sum their lanes in one block
+           # reduction, not per channel through shared memory and then per group); each beside the tree, the quick
+           # table (FP16), both orders
+           gn_ab gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
+             gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
   gnland) # what a winning GroupNorm set (SETS: ab.py's NAME+NAME...) lands with, applied to the tree and built there
           # with both header sets: the GroupNorm GPU tests (PART=tests), then in a second call the four sanitizers over
-          # the resident kernel (PART=sanitize); the build is kept between the two calls
+          # the resident kernel (PART=sanitize; the build is kept between the two calls), or both in one (PART=all:
+          # run 19's parts took 180 and 204 s, one build)
           for p in ${SETS//+/ }; do
             git apply "benchmarks/experiments/$p.patch" || { echo "gnland: $p does not apply"; exit 1; }
           done
           case ${PART:-tests} in
             tests) TESTS=group_norm TEST_TIMEOUT=420 bash $batch ;;
             sanitize) SANITIZE=group_norm_resident_small bash $batch ;;
-            *) echo "gnland: PART is tests or sanitize"; exit 2 ;;
+            all) TESTS=group_norm TEST_TIMEOUT=300 SANITIZE=group_norm_resident_small bash $batch ;;
+            *) echo "gnland: PART is tests, sanitize or all"; exit 2 ;;
           esac ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
            # through the AOT library with its picks: ours and the compiled kernel under ncu, side by side
