@@ -45,8 +45,13 @@ using namespace detail;
 
 constexpr int kThreads = 256;
 constexpr int kMinBlocks = 4;         // CTAs per SM the registers allow (64 per thread)
-// Packs in flight per thread: 32 bytes (2 packs), or 4 elements unaligned.
+// Packs in flight per thread: 32 bytes (2 packs), or 4 elements unaligned; on sm_100+ one 16-byte pack of 16-bit
+// values (their ptxas spills those kernels at the 64-register cap with two).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+template <int VEC> constexpr int kUnroll = VEC == 1 ? 4 : VEC == 8 ? 1 : 2;
+#else
 template <int VEC> constexpr int kUnroll = VEC == 1 ? 4 : 2;
+#endif
 constexpr int64_t kTargetCtas = 528;  // ~4 CTAs per SM on an H200 (132 SMs); more waves elsewhere
 constexpr int64_t kMinChunk = 4096;   // elements: smaller groups are not split
 constexpr int64_t kChunkAlign = 256;  // chunk starts stay 16-byte aligned for every dtype
