@@ -156,7 +156,7 @@ stall_lines() { # PREFIX CASE...
   local prefix=$1 case name; shift
   for case in "$@"; do
     name=${prefix}_$(echo "$case" | tr ' ' '_')
-    timeout 100 ncu --clock-control none -k "regex:residentKernel|floorKernel" -c 1 ${NCU_EXTRA:-} \
+    timeout 100 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel|floorKernel" -c 1 ${NCU_EXTRA:-} \
       --section SourceCounters --section WarpStateStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
       -o "$OUT/$name" -f \
       $gn_launch $case > "$OUT/$name.log" 2>&1
@@ -195,7 +195,7 @@ case ${1:-} in
         > "$OUT/bench.log" 2>&1; tail -4 "$OUT/bench.log"
       for case in channels_last channels_first "channels_last cluster 8"; do # the last: forced (not picked)
         set -- $case; name=ncu_resident_${1}${2:+_$2$3}
-        timeout 60 ncu --clock-control none -k regex:residentKernel --section SpeedOfLight --section WarpStateStats \
+        timeout 60 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" --section SpeedOfLight --section WarpStateStats \
           --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
           $gn_launch $1 2 320 64 64 ${2:+$2 $3} > "$OUT/$name.txt" 2>&1
         tail -40 "$OUT/$name.txt"
@@ -208,7 +208,7 @@ case ${1:-} in
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
                     "channels_last 2 1280 8 8 whole"; do
           set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}${6:+_$6}
-          timeout 90 ncu --clock-control none -k regex:residentKernel -c 1 --section SourceCounters --section WarpStateStats \
+          timeout 90 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" -c 1 --section SourceCounters --section WarpStateStats \
             --section SpeedOfLight -o "$OUT/$name" -f $gn_launch $* > "$OUT/$name.log" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
@@ -234,7 +234,7 @@ case ${1:-} in
            -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
                      "channels_last 2 1280 8 8 whole" "channels_last 2 1280 16 16 whole" "channels_last 2 640 32 32 whole"; do
-           echo "$case: $(timeout 30 ncu --clock-control none -k regex:residentKernel -c 1 --section SpeedOfLight \
+           echo "$case: $(timeout 30 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" -c 1 --section SpeedOfLight \
              $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
          done ;;
   smallncu) # small launches (1 and 64 rows) of ours beside the compiled kernel under ncu: where the 0.4 us go
