@@ -2,9 +2,10 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats (with gn_cl_one_group), gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck (the GPU tests through
-# run 17's AOT kernels), norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses
-# left), gn with GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
+# Steps (next: gnstats (with gn_cl_one_group), gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck
+# (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then bf16 (run 17's configurations and
+# picks), normncu (the misses left), gn with GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash
+# benchmarks/run_torch_gpu.sh`, biasact;
 # run 19 (2026-12-07, twentieth session) ran gnreg (gn_in_registers landed after gnland's tests and sanitizers;
 # gn_stream_prefetch, gn_tma_stage dropped), gn (fp16, bf16) through it, gnstats (gn_no_local dropped), biasab
 # (bias_unroll2 landed, bias_unroll2_fp32 dropped);
@@ -195,8 +196,9 @@ case ${1:-} in
         > "$OUT/bench.log" 2>&1; tail -4 "$OUT/bench.log"
       for case in channels_last channels_first "channels_last cluster 8"; do # the last: forced (not picked)
         set -- $case; name=ncu_resident_${1}${2:+_$2$3}
-        timeout 60 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" --section SpeedOfLight --section WarpStateStats \
-          --section SchedulerStats --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis -c 1 \
+        timeout 60 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" --section SpeedOfLight \
+          --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy \
+          --section MemoryWorkloadAnalysis -c 1 \
           $gn_launch $1 2 320 64 64 ${2:+$2 $3} > "$OUT/$name.txt" 2>&1
         tail -40 "$OUT/$name.txt"
       done ;;
@@ -208,8 +210,9 @@ case ${1:-} in
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
                     "channels_last 2 1280 8 8 whole"; do
           set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}${6:+_$6}
-          timeout 90 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" -c 1 --section SourceCounters --section WarpStateStats \
-            --section SpeedOfLight -o "$OUT/$name" -f $gn_launch $* > "$OUT/$name.log" 2>&1
+          timeout 90 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" -c 1 \
+            --section SourceCounters --section WarpStateStats --section SpeedOfLight -o "$OUT/$name" -f $gn_launch $* \
+            > "$OUT/$name.log" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page details > "$OUT/$name.txt" 2>&1
           grep -E "Duration|Warp Cycles Per Issued|Issued Warp" "$OUT/$name.txt" | head -3
@@ -234,8 +237,8 @@ case ${1:-} in
            -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
                      "channels_last 2 1280 8 8 whole" "channels_last 2 1280 16 16 whole" "channels_last 2 640 32 32 whole"; do
-           echo "$case: $(timeout 30 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" -c 1 --section SpeedOfLight \
-             $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
+           echo "$case: $(timeout 30 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" -c 1 \
+             --section SpeedOfLight $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
          done ;;
   smallncu) # small launches (1 and 64 rows) of ours beside the compiled kernel under ncu: where the 0.4 us go
           gpu_library
