@@ -2,8 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats (with gn_cl_one_group), gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck
-# (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then bf16 (run 17's configurations and
+# Steps (next: gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gn with GN_DTYPES=fp16 (the
+# one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then bf16 (run 17's configurations and
 # picks), normncu (the misses left), gn with GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash
 # benchmarks/run_torch_gpu.sh`, biasact;
 # run 19 (2026-12-07, twentieth session) ran gnreg (gn_in_registers landed after gnland's tests and sanitizers;
@@ -50,7 +50,8 @@
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
-#   gnstats  the landed GroupNorm (groups in registers where they fit; elsewhere local statistics, weights
+#   gnstats  gn_registers_anywhere (the kernel in registers for every lean plan whose groups fit), then
+#            the landed GroupNorm (groups in registers where they fit; elsewhere local statistics, weights
 #            prefetched, lean kernels) beside gn_no_prefetch (no L1 prefetch of the weights), and on it, cumulative,
 #            gn_walk32 (32-bit offsets in the staged walks), then + gn_fold_add (no x + 0 per
 #            element), then + gn_cl_one_group (channels-last windows of one group summed in one block
@@ -286,14 +287,17 @@ case ${1:-} in
            beside_compile biasncu bias_relu6:fp16:24576x2048 bias_relu6:fp16:12288x4096 bias_relu6:fp16:9984x5120 \
              bias_gelu:fp32:32768x768 bias_gelu:fp32:8192x3072 bias_gelu:fp32:6144x4096 bias_gelu:fp32:3072x8192 \
              bias_gelu:fp32:2048x12288 bias_gelu:fp32:1536x16384 bias_relu6:bf16:6144x8192 bias_relu6:fp32:5120x5120 ;;
-  gnstats) # without the weights' prefetch (run 18's ncu: 94-96 instructions per warp at SD batch 2), then on it,
+  gnstats) # gn_registers_anywhere: every lean plan whose groups fit runs the kernel in registers, not only those picked
+           # as whole groups per CTA or clusters (channels-first 1x320x64x64, 1x640x64x64: 26-34% of copy on the fused
+           # plan; channels-last 8x1280x8x8 19%, where 4x1280x8x8 in registers is at 60%); then, beside the tree,
+           # without the weights' prefetch (run 18's ncu: 94-96 instructions per warp at SD batch 2), then on it,
            # cumulative: gn_walk32 (the staged walks' offsets in 32 bits: their loops' SASS 98 -> 65 instructions in the
            # lean channels-first kernel), then gn_fold_add (the channel's add folded into the per-pack constants: no
            # x + 0 per element); run 19 measured them before the kernel in registers landed (channels-first median
            # 1.031x); then + gn_cl_one_group (channels-last CTAs whose window is one group sum their lanes in one block
            # reduction, not per channel through shared memory and then per group); each beside the tree, the quick
            # table (FP16), both orders
-           gn_ab gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
+           gn_ab gn_registers_anywhere gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
              gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
   gnland) # what a winning GroupNorm set (SETS: ab.py's NAME+NAME...) lands with, applied to the tree and built there
           # with both header sets: the GroupNorm GPU tests (PART=tests), then in a second call the four sanitizers over
