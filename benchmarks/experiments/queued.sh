@@ -3,9 +3,9 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gn with GN_DTYPES=fp16 (the
-# one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then bf16 (run 17's configurations and
-# picks), normncu (the misses left), gn with GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash
-# benchmarks/run_torch_gpu.sh`, biasact;
+# one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
+# bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
+# `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
 # run 19 (2026-12-07, twentieth session) ran gnreg (gn_in_registers landed after gnland's tests and sanitizers;
 # gn_stream_prefetch, gn_tma_stage dropped), gn (fp16, bf16) through it, gnstats (gn_no_local dropped), biasab
 # (bias_unroll2 landed, bias_unroll2_fp32 dropped);
