@@ -171,6 +171,16 @@ TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long cha
                                  : trtp::groupNormResidentPick(dt, s, true, dev), plan); // on the described one
 }
 
+TRTP_API void trtp_group_norm_in_registers(int dtype, int layout, long long channel_stride, long long n, long long channels,
+                                           long long spatial, long long groups, const long long* plan, int lean,
+                                           long long sms, long long max_cluster, long long* out) {
+    const auto s = residentShape(layout, channel_stride, n, channels, spatial, groups, 0);
+    trtp::GroupNormResidentDevice dev;
+    dev.sms = int32_t(sms), dev.maxCluster = int32_t(max_cluster);
+    const trtp::GroupNormInRegisters k = trtp::groupNormInRegisters(trtp::DType(dtype), s, true, getPlan(plan), lean != 0, dev);
+    out[0] = k.packs, out[1] = k.vec, out[2] = k.cluster, out[3] = k.threads, out[4] = k.rows;
+}
+
 TRTP_API int trtp_group_norm_resident_first(int dtype, long long n, long long channels, long long spatial, long long groups,
                                            int skip_mode, int act, int clusters) {
     const auto s = residentShape(int(trtp::GroupNormLayout::kChannelsFirst), 0, n, channels, spatial, groups, skip_mode);

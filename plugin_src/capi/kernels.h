@@ -84,6 +84,13 @@ TRTP_API void trtp_group_norm_resident_plan(int dtype, int layout, long long cha
                                             long long max_cluster, long long windows, int whole_segments,
                                             long long cluster, long long* plan);
 
+// How resident plan plan[6] of a shape (no skip) runs held in registers on a GPU of `sms` multiprocessors and
+// clusters of up to `max_cluster` CTAs (groupNormInRegisters; lean 0: a bias or sum output), into out[5]: packs
+// per thread (0: not in registers), elements per pack, CTAs per group, threads per CTA, pixels per step.
+TRTP_API void trtp_group_norm_in_registers(int dtype, int layout, long long channel_stride, long long n, long long channels,
+                                           long long spatial, long long groups, const long long* plan, int lean,
+                                           long long sms, long long max_cluster, long long* out);
+
 // Whether the plugin runs a channels-first shape with the resident design rather than the split one
 // (groupNormResidentFirst; the plugin also needs its plan on the GPU to be fused, and a cluster plan where only
 // the cluster rule says so): 1 or 0. clusters 0: as where no cluster plan runs.

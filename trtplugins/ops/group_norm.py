@@ -258,6 +258,19 @@ def resident_plan(n: int, channels: int, spatial: int, groups: int, dtype="float
 PLAN_VALUES = 6
 
 
+def in_registers(n: int, channels: int, spatial: int, groups: int, plan: tuple, device: dict, dtype="float16",
+                 layout="channels_first", stride: int = 0, lean: bool = True) -> tuple[int, int, int, int, int]:
+    """(packs per thread, elements per pack, CTAs per group, threads per CTA, pixels per step): how resident plan
+    `plan` (resident_plan's) of a shape without skip runs held in registers on a GPU described by `device` (sms,
+    max_cluster), packs 0 where it does not (groupNormInRegisters: a pure function, no GPU needed). lean False: the
+    launch has a bias or a sum output."""
+    out = (ctypes.c_longlong * 5)()
+    kernels.load().trtp_group_norm_in_registers(kernels.dtype_id(dtype), LAYOUTS[layout], stride, n, channels, spatial,
+                                                groups, (ctypes.c_longlong * PLAN_VALUES)(*plan), int(lean),
+                                                device.get("sms", 0), device.get("max_cluster", 0), out)
+    return tuple(int(v) for v in out)
+
+
 def _plan(v) -> tuple[int, int, int, bool, bool, int]:
     return int(v[0]), int(v[1]), int(v[2]), bool(v[3]), bool(v[4]), int(v[5])
 

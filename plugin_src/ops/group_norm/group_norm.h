@@ -92,6 +92,20 @@ GroupNormResidentPlan groupNormClusterPlan(DType dt, const GroupNormShape& s, bo
 // the grid one CTA per SM at most, else the fused plan cut into channel windows on one sample up to 5 MB
 // and with windows of 120 channels or more up to 8 MB; else groupNormResidentPlan.
 GroupNormResidentPlan groupNormResidentPick(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentDevice& dev);
+// How a resident plan's groups run held in registers (one pass over x, no staging): packs per thread (0: not
+// in registers), elements per pack, CTAs per group (channels-first: a thread-block cluster), threads per CTA and
+// (channels-last) pixels per step.
+struct GroupNormInRegisters {
+    int32_t packs = 0, vec = 0, cluster = 1;
+    int64_t threads = 0, rows = 0;
+};
+// Where plan p runs so: a lean launch (lean: no bias or sum; no skip) of a fused plan with every unit on chip and
+// 16-byte packs, whose groups fit at most 4 packs per thread: whole groups per CTA (channels-last: no pad, each
+// pixel's group channels whole 8- or 16-byte packs), or channels-first a cluster plan (or whole groups past a
+// CTA), each group in the fewest CTAs of a cluster of up to dev.maxCluster that hold it, where the grid is one
+// wave at 2 CTAs per SM. A pure function of its arguments.
+GroupNormInRegisters groupNormInRegisters(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentPlan& p,
+                                          bool lean, const GroupNormResidentDevice& dev);
 // What the plugin runs when configured: groupNormResidentPick on this GPU, fused where the GPU can hold
 // every CTA of it at once (occupancy) or its CTAs need no grid-wide barrier, else two launches.
 GroupNormResidentPlan groupNormResidentConfigure(DType dt, const GroupNormShape& s, bool aligned) noexcept;

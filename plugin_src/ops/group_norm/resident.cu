@@ -246,51 +246,51 @@ template <class T> bool lean(const Geometry& g, const Gn<T>& a, const GroupNormR
     return staged(p) && g.vec == IoSize<T>::kVec && a.skipMode == GroupNormSkip::kNone && !a.bias && !a.sum;
 }
 
-// How plan p's groups run in registers (inRegistersKernel), where they can: a lean plan of whole groups per
-// CTA (channels-last: no pad, each pixel's group channels whole packs) or, channels-first, per cluster (a
-// cluster plan, or groups past a CTA's 4 packs per thread): each group in 1, 2, 4 or 8 CTAs of at most 4 packs
-// per thread.
-struct InRegisters {
-    int r = 0, vec = 0, cluster = 1; // packs per thread (0: not in registers), elements per pack, CTAs per group
-    int64_t threads = 0, rows = 0;   // per CTA; channels-last: pixels per step
-};
-template <class T> InRegisters inRegisters(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p) {
-    constexpr int kVec = IoSize<T>::kVec;
-    if (!lean(g, a, p) || !(local(g, p) || (!g.cl && p.cluster > 1))) return {};
-    InRegisters k;
-    k.vec = !g.cl || a.cpg % kVec == 0 ? kVec : a.cpg % (kVec / 2) == 0 ? kVec / 2 : 0;
-    const int64_t channels = int64_t(a.channels) * a.windows; // all of them (a windowed plan's a.channels: a window's)
-    if (!k.vec || (g.cl && (a.cstride != channels || int64_t(a.spatial) * a.cstride >= kMaxOffset))) return {};
+} // namespace
+
+GroupNormInRegisters groupNormInRegisters(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentPlan& p,
+                                          bool lean, const GroupNormResidentDevice& dev) {
+    if (!shapeOk(s) || s.n < 1 || s.spatial < 1 || !lean || s.skip != GroupNormSkip::kNone || !staged(p)) return {};
+    const Geometry wide = geometry(dt, s, vecFor(dt, s, aligned));
+    if (!clThreadsOk(wide)) return {};
+    const Geometry g = geometryOfPlan(wide, dt, s, aligned, p);
+    const int64_t vec = vecOf(dt), cpg = s.channels / s.groups;
+    if (g.vec != vec || !(local(g, p) || (!g.cl && p.cluster > 1))) return {};
+    GroupNormInRegisters k;
+    k.vec = int32_t(!g.cl || cpg % vec == 0 ? vec : cpg % (vec / 2) == 0 ? vec / 2 : 0);
+    if (!k.vec || (g.cl && (g.cs != s.channels || s.spatial * g.cs >= kMaxOffset))) return {};
     if (!g.cl) // channels-first: the fewest CTAs per group (a cluster) that hold it in 4 packs per thread
         while (g.segLen / k.cluster / k.vec > 4 * kThreads && k.cluster < kClusterCtas) k.cluster *= 2;
-    if (k.cluster > 1 && (groupNormDevice().maxCluster < k.cluster || g.segLen % (k.cluster * k.vec))) return {};
+    if (k.cluster > 1 && (dev.maxCluster < k.cluster || g.segLen % (k.cluster * k.vec))) return {};
     // Clusters only where the grid is one wave at 2 CTAs per SM: at 512 CTAs and more (2x640x64x64, 4x320x64x64)
     // the staged plans measured 10-27% faster.
-    if (k.cluster > 1 && g.units / g.segLen * k.cluster > 2 * int64_t(groupNormDevice().sms)) return {};
-    const int64_t perPixel = g.cl ? a.cpg / k.vec : 1;        // packs of a pixel's group channels
-    const int64_t lines = g.cl ? a.spatial : g.segLen / k.cluster / k.vec; // pixels (channels-first: packs)
+    if (k.cluster > 1 && g.units / g.segLen * k.cluster > 2 * int64_t(dev.sms)) return {};
+    const int64_t perPixel = g.cl ? cpg / k.vec : 1;                           // packs of a pixel's group channels
+    const int64_t lines = g.cl ? s.spatial : g.segLen / k.cluster / k.vec; // pixels (channels-first: packs)
     if (perPixel > kThreads) return {};
     k.rows = std::min<int64_t>(lines, kThreads / perPixel);
     const int64_t steps = ceilDiv(lines, k.rows);
-    k.r = steps == 1 ? 1 : steps == 2 ? 2 : steps <= 4 ? 4 : 0;
+    k.packs = steps == 1 ? 1 : steps == 2 ? 2 : steps <= 4 ? 4 : 0;
     k.threads = (k.rows * perPixel + 31) / 32 * 32;
-    return k.r ? k : InRegisters{};
+    return k.packs ? k : GroupNormInRegisters{};
 }
 
-template <class T, bool CL, int K = 1> auto inRegistersKernelFor(const InRegisters& k) {
+namespace {
+
+template <class T, bool CL, int K = 1> auto inRegistersKernelFor(const GroupNormInRegisters& k) {
     constexpr int kVec = IoSize<T>::kVec, kHalf = kVec / 2;
     if constexpr (CL) // channels-first groups are whole 16-byte packs here
         if (k.vec == kHalf)
-            return k.r == 1 ? inRegistersKernel<T, kHalf, 1, CL>
-                 : k.r == 2 ? inRegistersKernel<T, kHalf, 2, CL>
-                            : inRegistersKernel<T, kHalf, 4, CL>;
-    return k.r == 1 ? inRegistersKernel<T, kVec, 1, CL, K>
-         : k.r == 2 ? inRegistersKernel<T, kVec, 2, CL, K>
-                    : inRegistersKernel<T, kVec, 4, CL, K>;
+            return k.packs == 1 ? inRegistersKernel<T, kHalf, 1, CL>
+                 : k.packs == 2 ? inRegistersKernel<T, kHalf, 2, CL>
+                                : inRegistersKernel<T, kHalf, 4, CL>;
+    return k.packs == 1 ? inRegistersKernel<T, kVec, 1, CL, K>
+         : k.packs == 2 ? inRegistersKernel<T, kVec, 2, CL, K>
+                        : inRegistersKernel<T, kVec, 4, CL, K>;
 }
 
 template <class T>
-cudaError_t launchInRegisters(const Geometry& g, const Gn<T>& a, const InRegisters& k, cudaStream_t stream) {
+cudaError_t launchInRegisters(const Geometry& g, const Gn<T>& a, const GroupNormInRegisters& k, cudaStream_t stream) {
     Gn<T> b = a;
     b.groups = a.groups * a.windows, b.channels = a.channels * a.windows, b.windows = 1; // every group, unwindowed
     b.groupsDiv = FastDiv(uint32_t(b.groups));
@@ -309,7 +309,6 @@ cudaError_t launchInRegisters(const Geometry& g, const Gn<T>& a, const InRegiste
 
 template <class T>
 cudaError_t launchWith(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p, size_t smem, cudaStream_t stream) {
-    if (const InRegisters k = inRegisters(g, a, p); k.r) return launchInRegisters(g, a, k, stream);
     const auto kernel = kernelOf<T>(g, p, lean(g, a, p));
     if (p.fused) { // cooperative unless each CTA or cluster holds whole segments
         cudaLaunchAttribute attr = {};
@@ -624,7 +623,9 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
             a.local = local(pg, p);
             a.cluster = p.cluster;
-            return launchWith(pg, a, p, smemOf(pg, p), stream);
+            const bool lean = a.skipMode == GroupNormSkip::kNone && !a.bias && !a.sum;
+            const GroupNormInRegisters k = groupNormInRegisters(dt, s, aligned, p, lean, groupNormResidentDevice());
+            return k.packs ? launchInRegisters(pg, a, k, stream) : launchWith(pg, a, p, smemOf(pg, p), stream);
         };
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
         // first (a refused launch would invalidate it), otherwise the refusal answers.
