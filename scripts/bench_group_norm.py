@@ -14,7 +14,10 @@ shapes (C 320..2560, 64x64..8x8 latents) at batch 1, 2, 4 and 8, SD-XL (128x128.
 2, and the VAE decoder.
 Each launch is checked against eager first (bench_timing.mismatch); CUDA-graph medians.
 
-  python3 scripts/bench_group_norm.py --out DIR [--quick] [--dtypes fp16 bf16] [--compile-at N C H W ...]
+  python3 scripts/bench_group_norm.py --out DIR [--quick] [--dtypes fp16 bf16] [--compile-at N C H W ...] [--temb]
+
+--temb adds GroupNorm+SiLU after a per-channel skip [N, C, 1, 1] (the UNet resnet's second norm, its time embedding
+added first): ours as the plugin runs it, eager and the compile.
 
 Writes DIR/group_norm.json, DIR/group_norm.md (one row per op, dtype and shape: each peer's time,
 % of copy, and the ratios the targets name) and DIR/group_norm.png (% of copy per shape, FP16; with
@@ -43,6 +46,8 @@ if __name__ == "__main__" and "--help" not in sys.argv and "-h" not in sys.argv:
     from trtplugins.ops import group_norm  # noqa: E402
 
 GROUPS, EPS = 32, 1e-5
+OPS = ("group_norm", "group_norm_silu")
+TEMB = "group_norm_silu_temb"  # + a per-channel skip [N, C, 1, 1] before (the UNet resnet's second norm), SiLU after
 CLUSTERS = (2, 4, 8)  # cluster plans timed: CTAs per group (channels-last: per sample's window of groups)
 # the one-launch designs' floors (group_norm.floor): x copied through shared memory by a plan's CTAs with its
 # barrier between the loads and the stores: none (2 CTAs a group), a CTA's (one a group), a cluster of 2's, the grid's
@@ -82,12 +87,14 @@ def peers_available():
     return lig, oss
 
 
-def point(shape, dt, silu, lig, oss, compile_it, only=()):
+def point(shape, dt, op, lig, oss, compile_it, only=()):
     """One row: every peer's seconds per launch (or why it has none); `only`: these columns alone (ours and plans
-    forced, for an A/B), no peer but the copy."""
+    forced, for an A/B), no peer but the copy. op TEMB: ours as the plugin runs it and eager (no plan forced)."""
     n, c, h, w = shape
+    silu, temb = op != "group_norm", op == TEMB
     g = torch.Generator(device="cuda").manual_seed(0)
     x = (torch.randn(shape, generator=g, device="cuda") + 1.0).to(dt)
+    skip = torch.randn((n, c, 1, 1), generator=g, device="cuda").to(dt) if temb else None
     xcl = x.contiguous(memory_format=torch.channels_last)
     gamma = torch.randn(c, generator=g, device="cuda") * 0.1 + 1.0
     beta = torch.randn(c, generator=g, device="cuda") * 0.1
@@ -97,10 +104,10 @@ def point(shape, dt, silu, lig, oss, compile_it, only=()):
     ws = torch.empty(group_norm.workspace_size(n, GROUPS), dtype=torch.uint8, device="cuda")
 
     def eager(v):
-        out = F.group_norm(v, GROUPS, wt, bt, EPS)
+        out = F.group_norm(v + skip if temb else v, GROUPS, wt, bt, EPS)
         return F.silu(out) if silu else out
 
-    ours = lambda v, out, **kw: group_norm.kernel(v, num_groups=GROUPS, gamma=gamma, beta=beta,  # noqa: E731
+    ours = lambda v, out, **kw: group_norm.kernel(v, skip, num_groups=GROUPS, gamma=gamma, beta=beta,  # noqa: E731
                                                    activation=act, out=out, workspace=ws, **kw)
     dname = str(dt).removeprefix("torch.")
     two = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout="channels_last", configured=False)
@@ -108,11 +115,13 @@ def point(shape, dt, silu, lig, oss, compile_it, only=()):
            "cl_two_launches": lambda: ours(xcl, ycl, resident=two),
            "resident_cf": lambda: ours(x, y, resident=True), "split_cf": lambda: ours(x, y, resident=False),
            "eager_cf": lambda: eager(x), "eager_cl": lambda: eager(xcl)}
-    rec = {"op": "group_norm_silu" if silu else "group_norm", "shape": list(shape),
+    rec = {"op": op, "shape": list(shape),
            "mb": x.numel() * x.element_size() / 1e6}
     cl_ok = group_norm.channels_last_ok(dname, c)  # FP32 from 2560 channels: a pixel's packs past a CTA's threads
+    if temb:  # the two launches forced: a plan for no skip
+        del fns["cl_two_launches"]
     if not cl_ok:
-        del fns["ours_cl"], fns["cl_two_launches"]
+        fns.pop("ours_cl"), fns.pop("cl_two_launches", None)
         rec["ours_cl_none"] = f"no channels-last kernel for {c} channels of {dname}"
     want = eager(x)
 
@@ -136,7 +145,7 @@ def point(shape, dt, silu, lig, oss, compile_it, only=()):
             fns[key] = lambda: ours(v, out, resident=plan)
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for layout, v, out in (("channels_first", x, y), ("channels_last", xcl, ycl))[:2 if cl_ok else 1]:
+    for layout, v, out in (("channels_first", x, y), ("channels_last", xcl, ycl))[:0 if temb else 2 if cl_ok else 1]:
         tag = "cl" if layout == "channels_last" else "cf"
         # the fused plan of two CTAs per SM (half the shared memory each; 16-bit channels-last narrow)
         plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, ctas_per_sm=2)
@@ -171,7 +180,7 @@ def point(shape, dt, silu, lig, oss, compile_it, only=()):
         floors(x, y, n * GROUPS, sms, rec, fns)
     if lig is not None and not silu:
         fns["liger"] = lambda: lig(x, c, GROUPS, wt, bt, EPS)[0]
-    if oss is not None and dt == torch.float16:
+    if oss is not None and dt == torch.float16 and not temb:  # its kernel adds nothing before the norm
         ok, why = oss.supported(n, h, w, c, GROUPS)
         if ok:
             fns["trtoss_cl"] = oss.bind(xcl.permute(0, 2, 3, 1), GROUPS, gamma, beta, EPS, silu,
@@ -310,6 +319,8 @@ def main():
     ap.add_argument("--dtypes", nargs="+", default=["fp16", "bf16"], choices=["fp32", "fp16", "bf16"])
     ap.add_argument("--only", nargs="+", default=[], metavar="KEY",
                     help="time only these columns (ours_cf, ours_cl, resident_cf_c2, ...): an A/B's, without the peers")
+    ap.add_argument("--temb", action="store_true",
+                    help=f"also {TEMB}: a per-channel skip [N, C, 1, 1] (the UNet's time embedding) before, SiLU after")
     ap.add_argument("--compile-at", nargs="*", type=int, default=[], metavar="N C H W",
                     help="shapes (4 numbers each) where max-autotune torch.compile runs (FP16 only; 5-30 s each)")
     args = ap.parse_args()
@@ -326,8 +337,8 @@ def main():
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     for shape, family in shapes(args.quick):
         for name in args.dtypes:
-            for silu in (False, True):
-                r = point(shape, dts[name], silu, lig, oss, tuple(shape) in at and name == "fp16", set(args.only))
+            for op in OPS + ((TEMB,) if args.temb else ()):
+                r = point(shape, dts[name], op, lig, oss, tuple(shape) in at and name == "fp16", set(args.only))
                 r.update(dtype=name, family=family)
                 rows.append(r)
                 print(table([r])[-1], flush=True)

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-from bench_group_norm import more_ctas, plot, table  # noqa: E402
+from bench_group_norm import TEMB, more_ctas, plot, table  # noqa: E402
 
 
 def test_channels_first_cut_keeps_whole_packs_and_covers_the_tensor():
@@ -45,3 +45,11 @@ def test_plot_draws_a_png_where_matplotlib_is(tmp_path):
     drew = plot(rows, tmp_path / "group_norm.png")
     assert drew == (importlib.util.find_spec("matplotlib") is not None)
     assert (tmp_path / "group_norm.png").is_file() == drew
+
+
+def test_a_time_embedding_row_has_ours_and_eager_only():
+    row = {"op": TEMB, "dtype": "fp16", "shape": [2, 320, 64, 64], "mb": 5.2, "copy": 3e-6, "ours_cf": 6e-6,
+           "ours_cl": 1.2e-5, "eager_cf": 3e-5}
+    line = table([row])[-1]
+    assert line.startswith(f"| {TEMB} | fp16 | 2x320x64x64 | 5.2 | 6.00 | 12.00 | 50 / 25 / - / - / - / -, - | 10 / - |")
+    assert "| - | - | - | - | 5.00x | - |" in line  # no compile, Liger or TensorRT OSS; eager / ours 5x

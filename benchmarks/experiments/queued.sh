@@ -64,8 +64,8 @@
 #   gn7      run 7's: the channels-first GPU tests (the whole-segment pick), the resident sanitizers, then gn
 #   repick   the AOT library from the measured configurations, checked and timed at every form, dtype and
 #            hidden size beside ours: $OUT/triton_picks.json, to commit as plugin_src/ops/skip_norm/
-#   gn       the GroupNorm benchmark, every shape and peer, max-autotune compile at the SD / VAE shapes (GN_DTYPES:
-#            fp16 bf16), then ncu of the resident kernel at SD batch 2: the picks of both layouts, and channels-last
+#   gn       the GroupNorm benchmark, every shape and peer (and +SiLU after a time embedding: --temb), max-autotune
+#            compile at the SD / VAE shapes (GN_DTYPES: fp16 bf16), then ncu of the resident kernel at SD batch 2: the picks of both layouts, and channels-last
 #            in clusters of 8 (forced)
 #   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and
 #            SkipNorm GPU tests through it, then the check (ours, AOT and the launch's own choice: picked)
@@ -192,7 +192,7 @@ case ${1:-} in
           timeout 300 python3 benchmarks/experiments/triton_aot_check.py --out "$OUT" --no-compile --mib 96 \
             > "$OUT/check.log" 2>&1; tail -112 "$OUT/check.log" | grep "^|" ;;
   gn) SETUP_ONLY=1 bash $batch; gpu_library # the wheels and the TensorRT OSS peer; the library (carried or built)
-      timeout 420 python3 scripts/bench_group_norm.py --out "$OUT" --dtypes ${GN_DTYPES:-fp16 bf16} \
+      timeout 420 python3 scripts/bench_group_norm.py --out "$OUT" --dtypes ${GN_DTYPES:-fp16 bf16} --temb \
         --compile-at 2 320 64 64 2 1280 16 16 8 320 64 64 2 320 128 128 1 256 256 256 1 128 512 512 \
         > "$OUT/bench.log" 2>&1; tail -4 "$OUT/bench.log"
       for case in channels_last channels_first "channels_last cluster 8"; do # the last: forced (not picked)
