@@ -51,5 +51,6 @@ def test_a_time_embedding_row_has_ours_and_eager_only():
     row = {"op": TEMB, "dtype": "fp16", "shape": [2, 320, 64, 64], "mb": 5.2, "copy": 3e-6, "ours_cf": 6e-6,
            "ours_cl": 1.2e-5, "eager_cf": 3e-5}
     line = table([row])[-1]
-    assert line.startswith(f"| {TEMB} | fp16 | 2x320x64x64 | 5.2 | 6.00 | 12.00 | 50 / 25 / - / - / - / -, - | 10 / - |")
+    assert line.startswith(f"| {TEMB} | fp16 | 2x320x64x64 | 5.2 | 6.00 | 12.00 | 50 / 25 / - / - / - / -, - | "
+                           "10 / - |")
     assert "| - | - | - | - | 5.00x | - |" in line  # no compile, Liger or TensorRT OSS; eager / ours 5x

@@ -65,8 +65,8 @@
 #   repick   the AOT library from the measured configurations, checked and timed at every form, dtype and
 #            hidden size beside ours: $OUT/triton_picks.json, to commit as plugin_src/ops/skip_norm/
 #   gn       the GroupNorm benchmark, every shape and peer (and +SiLU after a time embedding: --temb), max-autotune
-#            compile at the SD / VAE shapes (GN_DTYPES: fp16 bf16), then ncu of the resident kernel at SD batch 2: the picks of both layouts, and channels-last
-#            in clusters of 8 (forced)
+#            compile at the SD / VAE shapes (GN_DTYPES: fp16 bf16), then ncu of the resident kernel at SD batch 2:
+#            the picks of both layouts, and channels-last in clusters of 8 (forced)
 #   picks    the library with the AOT kernels and their measured picks (triton_picks.json): GroupNorm and
 #            SkipNorm GPU tests through it, then the check (ours, AOT and the launch's own choice: picked)
 #   torch    trtplugins.torch on CUDA and the whole-model benchmark (benchmarks/run_torch_gpu.sh)
