@@ -2,7 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gn with GN_DTYPES=fp16 (the
+# Steps (next: `TESTS="group_norm or bias_activation" PART=all queued.sh gnland` (the tree as landed in run 19's
+# session), gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gn with GN_DTYPES=fp16 (the
 # one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
 # bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
@@ -302,14 +303,14 @@ case ${1:-} in
   gnland) # what a winning GroupNorm set (SETS: ab.py's NAME+NAME...) lands with, applied to the tree and built there
           # with both header sets: the GroupNorm GPU tests (PART=tests), then in a second call the four sanitizers over
           # the resident kernel (PART=sanitize; the build is kept between the two calls), or both in one (PART=all:
-          # run 19's parts took 180 and 204 s, one build)
+          # run 19's parts took 180 and 204 s, one build); no SETS: the tree itself; TESTS: other GPU tests
           for p in ${SETS//+/ }; do
             git apply "benchmarks/experiments/$p.patch" || { echo "gnland: $p does not apply"; exit 1; }
           done
           case ${PART:-tests} in
-            tests) TESTS=group_norm TEST_TIMEOUT=420 bash $batch ;;
+            tests) TESTS=${TESTS:-group_norm} TEST_TIMEOUT=420 bash $batch ;;
             sanitize) SANITIZE=group_norm_resident_small bash $batch ;;
-            all) TESTS=group_norm TEST_TIMEOUT=300 SANITIZE=group_norm_resident_small bash $batch ;;
+            all) TESTS=${TESTS:-group_norm} TEST_TIMEOUT=300 SANITIZE=group_norm_resident_small bash $batch ;;
             *) echo "gnland: PART is tests, sanitize or all"; exit 2 ;;
           esac ;;
   normncu) aot_library # issue 34's norm misses in run 15 (ours 88-97% of copy where the compile is at 96-102%),
