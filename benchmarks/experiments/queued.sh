@@ -304,7 +304,7 @@ case ${1:-} in
           # with both header sets: the GroupNorm GPU tests (PART=tests), then in a second call the four sanitizers over
           # the resident kernel (PART=sanitize; the build is kept between the two calls), or both in one (PART=all:
           # run 19's parts took 180 and 204 s, one build); no SETS: the tree itself; TESTS: other GPU tests
-          for p in ${SETS//+/ }; do
+          for p in ${SETS:+${SETS//+/ }}; do
             git apply "benchmarks/experiments/$p.patch" || { echo "gnland: $p does not apply"; exit 1; }
           done
           case ${PART:-tests} in
