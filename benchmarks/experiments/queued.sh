@@ -3,7 +3,7 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: `TESTS="group_norm or bias_activation" PART=all queued.sh gnland` (the tree as landed in run 19's
-# session), gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gn with GN_DTYPES=fp16 (the
+# session), gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the
 # one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
 # bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
@@ -51,6 +51,7 @@
 #            a call (DTYPES=fp16 by default, then bf16, then fp32: 36 compiled points each)
 #   gnbig    ncu (stall samples per source line) of the resident GroupNorm at 21-42 MB, mostly on chip
 #   gnsmall  the same at SD batch 2, each pick beside its design's floor (gn_launch.py floor BARRIER)
+#   gnadd    gn_registers_add (bias and time embedding added in registers) on gn_registers_anywhere, --temb rows
 #   gnstats  gn_registers_anywhere (the kernel in registers for every lean plan whose groups fit), then
 #            the landed GroupNorm (groups in registers where they fit; elsewhere local statistics, weights
 #            prefetched, lean kernels) beside gn_no_prefetch (no L1 prefetch of the weights), and on it, cumulative,
@@ -149,7 +150,7 @@ beside_compile() { # NAME POINT...
 gn_ab() {
   SETUP_ONLY=1 bash $batch # the wheels and the TensorRT OSS peer
   timeout 560 python3 benchmarks/experiments/ab.py "$@" --bench group_norm --repeat 2 --timeout 100 -- \
-    --quick --dtypes fp16 > "$OUT/ab.log" 2>&1
+    --quick --dtypes fp16 ${GN_AB_ARGS:-} > "$OUT/ab.log" 2>&1
   grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50
 }
 gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
@@ -300,6 +301,10 @@ case ${1:-} in
            # table (FP16), both orders
            gn_ab gn_registers_anywhere gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
              gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
+  gnadd) # gn_registers_add on gn_registers_anywhere: a bias and a per-channel skip (the UNet resnet's second norm, its
+         # time embedding) added in registers, so those launches run the kernel in registers too (channels-last; the
+         # channels-first pick of a per-channel skip is the split design); with GroupNorm+SiLU after a time embedding
+         GN_AB_ARGS=--temb gn_ab gn_registers_anywhere gn_registers_anywhere+gn_registers_add ;;
   gnland) # what a winning GroupNorm set (SETS: ab.py's NAME+NAME...) lands with, applied to the tree and built there
           # with both header sets: the GroupNorm GPU tests (PART=tests), then in a second call the four sanitizers over
           # the resident kernel (PART=sanitize; the build is kept between the two calls), or both in one (PART=all:
