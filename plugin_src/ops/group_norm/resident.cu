@@ -69,19 +69,18 @@ template <class T> auto kernelOf(const Geometry& g, const GroupNormResidentPlan&
     return g.vec > 1 ? kernelFor<T, kVec, kCf>(st, lean) : kernelFor<T, 1, kCf>(st, lean);
 }
 
-// The lean kernel where plan p runs it: fused, all staged, the widest packs, no skip, bias or sum.
+// A launch with no skip, bias or sum output: the lean kernels' and the in-registers kernel's.
+template <class T> bool plain(const Gn<T>& a) { return a.skipMode == GroupNormSkip::kNone && !a.bias && !a.sum; }
+
+// The lean kernel where plan p runs it: fused, all staged, the widest packs, a plain launch.
 template <class T> bool lean(const Geometry& g, const Gn<T>& a, const GroupNormResidentPlan& p) {
-    return staged(p) && g.vec == IoSize<T>::kVec && a.skipMode == GroupNormSkip::kNone && !a.bias && !a.sum;
+    return staged(p) && g.vec == IoSize<T>::kVec && plain(a);
 }
 
-} // namespace
-
-GroupNormInRegisters groupNormInRegisters(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentPlan& p,
-                                          bool lean, const GroupNormResidentDevice& dev) {
-    if (!shapeOk(s) || s.n < 1 || s.spatial < 1 || !lean || s.skip != GroupNormSkip::kNone || !staged(p)) return {};
-    const Geometry wide = geometry(dt, s, vecFor(dt, s, aligned));
-    if (!clThreadsOk(wide)) return {};
-    const Geometry g = geometryOfPlan(wide, dt, s, aligned, p);
+// groupNormInRegisters on plan p's geometry g (a valid shape's, the plan's packs and windows).
+GroupNormInRegisters inRegistersOf(const Geometry& g, DType dt, const GroupNormShape& s, const GroupNormResidentPlan& p,
+                                   bool lean, const GroupNormResidentDevice& dev) {
+    if (!lean || s.skip != GroupNormSkip::kNone || !staged(p)) return {};
     const int64_t vec = vecOf(dt), cpg = s.channels / s.groups;
     if (g.vec != vec || !(local(g, p) || (!g.cl && p.cluster > 1))) return {};
     GroupNormInRegisters k;
@@ -101,6 +100,16 @@ GroupNormInRegisters groupNormInRegisters(DType dt, const GroupNormShape& s, boo
     k.packs = steps == 1 ? 1 : steps == 2 ? 2 : steps <= 4 ? 4 : 0;
     k.threads = (k.rows * perPixel + 31) / 32 * 32;
     return k.packs ? k : GroupNormInRegisters{};
+}
+
+} // namespace
+
+GroupNormInRegisters groupNormInRegisters(DType dt, const GroupNormShape& s, bool aligned, const GroupNormResidentPlan& p,
+                                          bool lean, const GroupNormResidentDevice& dev) {
+    if (!shapeOk(s) || s.n < 1 || s.spatial < 1) return {};
+    const Geometry wide = geometry(dt, s, vecFor(dt, s, aligned));
+    return clThreadsOk(wide) ? inRegistersOf(geometryOfPlan(wide, dt, s, aligned, p), dt, s, p, lean, dev)
+                             : GroupNormInRegisters{};
 }
 
 namespace {
@@ -451,8 +460,7 @@ cudaError_t launchGroupNormResident(DType dt, const GroupNormArgs& args, cudaStr
             a.perDiv = FastDiv(uint32_t(a.perDivOk ? p.per : 1));
             a.local = local(pg, p);
             a.cluster = p.cluster;
-            const bool lean = a.skipMode == GroupNormSkip::kNone && !a.bias && !a.sum;
-            const GroupNormInRegisters k = groupNormInRegisters(dt, s, aligned, p, lean, groupNormResidentDevice());
+            const GroupNormInRegisters k = inRegistersOf(pg, dt, s, p, plain(a), groupNormResidentDevice());
             return k.packs ? launchInRegisters(pg, a, k, stream) : launchWith(pg, a, p, smemOf(pg, p), stream);
         };
         // A plan made for another device or context (an MPS share) may not fit here: a capture is checked
