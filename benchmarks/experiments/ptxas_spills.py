@@ -49,10 +49,17 @@ def parse(log: str) -> list[dict]:
     return out
 
 
-def short(mangled: str) -> str:
-    """The demangled name without namespaces and parameter list: residentKernel<__half, 8, ...>."""
+def demangled(names: list[str]) -> dict[str, str]:
+    """Each mangled name's demangled form, by one c++filt (names unchanged without it)."""
     tool = shutil.which("c++filt")
-    name = subprocess.run([tool, mangled], capture_output=True, text=True).stdout.strip() if tool else mangled
+    if not tool or not names:
+        return {n: n for n in names}
+    out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True).stdout.splitlines()
+    return dict(zip(names, out)) if len(out) == len(names) else {n: n for n in names}
+
+
+def short(name: str) -> str:
+    """A demangled name without namespaces and parameter list: residentKernel<__half, 8, ...>."""
     name = re.sub(r"\b\w+::|\(anonymous namespace\)::", "", name)
     return re.sub(r"\((\w+)\)(\d)", r"\2", name.split(">(")[0] + ">" if ">(" in name else name)
 
@@ -97,9 +104,10 @@ def main(argv=None) -> int:
     print(f"{len(records)} kernels over {len(archs)} archs ({' '.join(archs)}): {len(spilling)} spill")
     if spilling:
         print("| arch | kernel | registers | spill stores / loads (bytes) |\n|---|---|---|---|")
+        names = demangled(sorted({r["kernel"] for r in spilling}))
         for r in sorted(spilling, key=lambda r: (int(r["arch"]), -r["spill_stores"])):
             spills = f"{r['spill_stores']} / {r['spill_loads']}"
-            print(f"| sm_{r['arch']} | {short(r['kernel'])} | {r['registers']} | {spills} |")
+            print(f"| sm_{r['arch']} | {short(names[r['kernel']])} | {r['registers']} | {spills} |")
     for line in failed:
         print(f"FAILED {line}", file=sys.stderr)
     return 1 if failed else 0
