@@ -118,10 +118,10 @@ def point(shape, dt, op, lig, oss, compile_it, only=()):
     rec = {"op": op, "shape": list(shape),
            "mb": x.numel() * x.element_size() / 1e6}
     cl_ok = group_norm.channels_last_ok(dname, c)  # FP32 from 2560 channels: a pixel's packs past a CTA's threads
-    if temb:  # the two launches forced: a plan for no skip
+    if temb or not cl_ok:  # (temb: the two launches forced are a plan for no skip)
         del fns["cl_two_launches"]
     if not cl_ok:
-        fns.pop("ours_cl"), fns.pop("cl_two_launches", None)
+        del fns["ours_cl"]
         rec["ours_cl_none"] = f"no channels-last kernel for {c} channels of {dname}"
     want = eager(x)
 
@@ -145,7 +145,8 @@ def point(shape, dt, op, lig, oss, compile_it, only=()):
             fns[key] = lambda: ours(v, out, resident=plan)
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for layout, v, out in (("channels_first", x, y), ("channels_last", xcl, ycl))[:0 if temb else 2 if cl_ok else 1]:
+    layouts = [] if temb else [("channels_first", x, y)] + ([("channels_last", xcl, ycl)] if cl_ok else [])
+    for layout, v, out in layouts:  # each plan forced (none with a time embedding: plans for no skip)
         tag = "cl" if layout == "channels_last" else "cf"
         # the fused plan of two CTAs per SM (half the shared memory each; 16-bit channels-last narrow)
         plan = group_norm.resident_plan(n, c, h * w, GROUPS, dname, layout=layout, ctas_per_sm=2)
