@@ -154,13 +154,14 @@ gn_ab() {
   grep -E "^ab:|ours_c|resident_c" "$OUT/ab.log" | tail -50
 }
 gn_launch="python3 benchmarks/experiments/gn_launch.py" # LAYOUT N C H W: one resident launch for ncu
+gn_kernels="regex:residentKernel|inRegistersKernel" # ncu -k: the kernels a GroupNorm launch may run
 # ncu with stall samples per source line of one GroupNorm launch (gn_launch.py's arguments) per CASE, into
 # $OUT/PREFIX_<case>.{txt,sass.csv,lines.txt}
 stall_lines() { # PREFIX CASE...
   local prefix=$1 case name; shift
   for case in "$@"; do
     name=${prefix}_$(echo "$case" | tr ' ' '_')
-    timeout 100 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel|floorKernel" -c 1 ${NCU_EXTRA:-} \
+    timeout 100 ncu --clock-control none -k "$gn_kernels|floorKernel" -c 1 ${NCU_EXTRA:-} \
       --section SourceCounters --section WarpStateStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
       -o "$OUT/$name" -f \
       $gn_launch $case > "$OUT/$name.log" 2>&1
@@ -199,7 +200,7 @@ case ${1:-} in
         > "$OUT/bench.log" 2>&1; tail -4 "$OUT/bench.log"
       for case in channels_last channels_first "channels_last cluster 8"; do # the last: forced (not picked)
         set -- $case; name=ncu_resident_${1}${2:+_$2$3}
-        timeout 60 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" --section SpeedOfLight \
+        timeout 60 ncu --clock-control none -k "$gn_kernels" --section SpeedOfLight \
           --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy \
           --section MemoryWorkloadAnalysis -c 1 \
           $gn_launch $1 2 320 64 64 ${2:+$2 $3} > "$OUT/$name.txt" 2>&1
@@ -213,7 +214,7 @@ case ${1:-} in
         for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
                     "channels_last 2 1280 8 8 whole"; do
           set -- $case; name=gn_${1}_${2}x${3}x${4}x${5}${6:+_$6}
-          timeout 90 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" -c 1 \
+          timeout 90 ncu --clock-control none -k "$gn_kernels" -c 1 \
             --section SourceCounters --section WarpStateStats --section SpeedOfLight -o "$OUT/$name" -f $gn_launch $* \
             > "$OUT/$name.log" 2>&1
           ncu -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/$name.sass.csv" 2>&1
@@ -240,7 +241,7 @@ case ${1:-} in
            -p no:cacheprovider -k "not plugin" > "$OUT/gpu_tests.log" 2>&1; tail -2 "$OUT/gpu_tests.log"
          for case in "channels_last 2 320 64 64" "channels_last 1 1280 8 8" "channels_first 1 1280 8 8" \
                      "channels_last 2 1280 8 8 whole" "channels_last 2 1280 16 16 whole" "channels_last 2 640 32 32 whole"; do
-           echo "$case: $(timeout 30 ncu --clock-control none -k "regex:residentKernel|inRegistersKernel" -c 1 \
+           echo "$case: $(timeout 30 ncu --clock-control none -k "$gn_kernels" -c 1 \
              --section SpeedOfLight $gn_launch $case 2>&1 | grep -E "Duration" | tr -s ' ')"
          done ;;
   smallncu) # small launches (1 and 64 rows) of ours beside the compiled kernel under ncu: where the 0.4 us go
