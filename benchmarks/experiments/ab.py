@@ -38,7 +38,7 @@ PATCHES = Path(os.environ.get("AB_PATCHES", HERE))  # where NAME.patch is looked
 PENDING: tuple[str, ...] = ("gn_registers_anywhere", "gn_registers_anywhere+gn_registers_add", "gn_no_prefetch",
                              "gn_no_prefetch+gn_walk32",
                              "gn_no_prefetch+gn_walk32+gn_fold_add",
-                             "gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group")
+                             "gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group", "gn_stream_first")
 BENCHES = {"kernels": "bench_kernels.py", "group_norm": "bench_group_norm.py"}
 GN_COLUMNS = ("ours_cl", "ours_cf", "resident_cf_whole", "resident_cf_c2", "resident_cl_whole",  # ours, and the
               "resident_cl_windows")  # forced plans

@@ -298,10 +298,12 @@ case ${1:-} in
            # lean channels-first kernel), then gn_fold_add (the channel's add folded into the per-pack constants: no
            # x + 0 per element); run 19 measured them before the kernel in registers landed (channels-first median
            # 1.031x); then + gn_cl_one_group (channels-last CTAs whose window is one group sum their lanes in one block
-           # reduction, not per channel through shared memory and then per group); each beside the tree, the quick
+           # reduction, not per channel through shared memory and then per group); gn_stream_first (channels-first
+           # sums its streamed units while the staged copies land, not after: run 15's ncu at 1x256x256x256 put 11% of
+           # the stall samples on that wait; 1x128x512x512 streams 55% of each range); each beside the tree, the quick
            # table (FP16), both orders
            gn_ab gn_registers_anywhere gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
-             gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
+             gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group gn_stream_first ;;
   gnadd) # gn_registers_add on gn_registers_anywhere: a bias and a per-channel skip (the UNet resnet's second norm, its
          # time embedding) added in registers, so those launches run the kernel in registers too (channels-last; the
          # channels-first pick of a per-channel skip is the split design); with GroupNorm+SiLU after a time embedding
