@@ -3,7 +3,8 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: `TESTS="group_norm or bias_activation" PART=all queued.sh gnland` (the tree as landed in run 19's
-# session), gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the
+# session), gnwaves (then `SETS=gn_waves PART=all` gnland), gntime, gnstats (gn_registers_anywhere, the walk set,
+# gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the
 # one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
 # bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
@@ -326,6 +327,13 @@ case ${1:-} in
            # table (FP16), both orders
            gn_ab gn_registers_anywhere gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
              gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group gn_stream_first ;;
+  gnwaves) # gn_waves: channels-first past what the chip holds (the VAE's 34-268 MB, 55-65% of copy: x read twice,
+           # the second time from L2 where it stays), fewer CTAs than ranges, the ranges in waves of whole groups, each
+           # CTA staging its range of the next wave while this one's statistics, grid barrier and normalization run (x
+           # read once; a wave's reads under the last one's writes); the plugin's pick there, and forced
+           # (resident_cf_waves) wherever it plans; beside the tree and gn_stream_first, the quick table (FP16), both
+           # orders. Then `SETS=gn_waves PART=all queued.sh gnland` (forced at 1, 3 and the most groups a wave)
+           gn_ab gn_waves gn_stream_first gn_waves+gn_stream_first ;;
   gnadd) # gn_registers_add on gn_registers_anywhere: a bias and a per-channel skip (the UNet resnet's second norm, its
          # time embedding) added in registers, so those launches run the kernel in registers too (channels-last; the
          # channels-first pick of a per-channel skip is the split design); with GroupNorm+SiLU after a time embedding
