@@ -112,14 +112,14 @@ gpu_library() {
   TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1
   export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
 }
-# The kernels' library (sm_90) of this tree's plugin_src with ab.py's patches SET... and gn_timeline applied, in DIR/build
-timeline_lib() { # DIR [SET...]
+# The kernels' library (sm_90) of this tree's plugin_src with the patches PATCH... (experiments/) applied, in DIR/build
+timeline_lib() { # DIR PATCH...
   local dir=$1 root=$PWD p; shift
   rm -rf "$dir" && mkdir -p "$dir" && cp -r plugin_src "$dir/"
-  for p in "$@" gn_timeline; do (cd "$dir" && git apply "$root/benchmarks/experiments/$p.patch") || return 1; done
+  for p in "$@"; do (cd "$dir" && git apply "$root/benchmarks/experiments/$p.patch") || return 1; done
   cmake -S "$dir/plugin_src" -B "$dir/build" -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
     -DTRTPLUGINS_TENSORRT_ROOTS= > "$dir/build.log" 2>&1 &&
-    cmake --build "$dir/build" -j 8 --target trtplugins_kernels >> "$dir/build.log" 2>&1 || tail -20 "$dir/build.log"
+    cmake --build "$dir/build" -j 6 --target trtplugins_kernels >> "$dir/build.log" 2>&1 || tail -20 "$dir/build.log"
 }
 # The kernel library for sm_90 with the Triton kernels built ahead of time (build-aot/)
 aot_library() {
@@ -234,11 +234,13 @@ case ${1:-} in
             > "$OUT/$name.lines.txt" 2>&1; head -1 "$OUT/$name.lines.txt"
         done ;;
   gntime) # gn_timeline.patch (each CTA's thread 0 prints the global timer at its start, statistics done, barrier
-          # passed, statistics merged, end) on the tree and on gn_stream_first, their kernels' libraries built here side
-          # by side; one launch each (the 3rd of 3) at the shapes past the chip (run 15's ncu: DRAM at 39% of peak,
-          # neither it nor issue at its limit), gn_timeline.py's phases per shape into $OUT/timeline.md
-          timeline_lib /tmp/tl-tree & timeline_lib /tmp/tl-sf gn_stream_first & wait
-          for lib in tree sf; do
+          # passed, statistics merged, end) on the tree, on gn_stream_first and (gn_waves_timeline.patch: a line per
+          # wave) on gn_waves, their kernels' libraries built here side by side; one launch each (the 3rd of 3) at the
+          # shapes past the chip (run 15's ncu: DRAM at 39% of peak, neither it nor issue at its limit), gn_timeline.py's
+          # phases per shape into $OUT/timeline.md
+          timeline_lib /tmp/tl-tree gn_timeline & timeline_lib /tmp/tl-sf gn_stream_first gn_timeline &
+          timeline_lib /tmp/tl-waves gn_waves gn_timeline gn_waves_timeline & wait
+          for lib in tree sf waves; do
             for case in "channels_first 1 256 256 256" "channels_first 1 128 512 512" "channels_first 1 128 1024 1024" \
                         "channels_last 1 256 256 256" "channels_first 8 640 64 64"; do
               GN_REPEAT=3 TRTPLUGINS_KERNELS_LIB=/tmp/tl-$lib/build/libtrtplugins_kernels.so timeout 60 $gn_launch $case \
