@@ -25,6 +25,12 @@ def test_every_pending_patch_applies_to_the_tree(tmp_path):
     assert r.stdout.strip() == ("ab: every set applies: " + ", ".join(ab.PENDING)).strip()
 
 
+def test_every_tool_patch_applies_to_the_tree(tmp_path):
+    r = check(tmp_path, *ab.TOOLS)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ab: every set applies: " + ", ".join(ab.TOOLS)
+
+
 def one_line_patch(folder: Path, name: str, line: str) -> None:
     """A patch set that replaces `line` as the first line of the SkipNorm kernel's source."""
     rel = "plugin_src/ops/skip_norm/skip_norm.cu"
