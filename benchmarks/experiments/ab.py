@@ -38,13 +38,12 @@ PATCHES = Path(os.environ.get("AB_PATCHES", HERE))  # where NAME.patch is looked
 PENDING: tuple[str, ...] = ("gn_registers_anywhere", "gn_registers_anywhere+gn_registers_add", "gn_no_prefetch",
                              "gn_no_prefetch+gn_walk32",
                              "gn_no_prefetch+gn_walk32+gn_fold_add",
-                             "gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group", "gn_stream_first",
-                             "gn_waves")
+                             "gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group")
 # sets the queue applies to measure, never to land (queued.sh gntime: the phases' timer stamps)
-TOOLS: tuple[str, ...] = ("gn_timeline", "gn_stream_first+gn_timeline", "gn_waves+gn_timeline+gn_waves_timeline")
+TOOLS: tuple[str, ...] = ("gn_timeline",)
 BENCHES = {"kernels": "bench_kernels.py", "group_norm": "bench_group_norm.py"}
 GN_COLUMNS = ("ours_cl", "ours_cf", "resident_cf_whole", "resident_cf_c2", "resident_cl_whole",  # ours, and the
-              "resident_cl_windows", "resident_cf_waves")  # forced plans
+              "resident_cl_windows")  # forced plans
 TOP_SKIP = shutil.ignore_patterns(".git", "build", "build-*", ".cache", ".whl", ".trt", ".venv*")  # the root's own
 ANY_SKIP = shutil.ignore_patterns("*.so", "__pycache__")
 

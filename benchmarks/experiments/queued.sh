@@ -2,12 +2,12 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: `TESTS="group_norm or bias_activation" PART=all queued.sh gnland` (the tree as landed in run 19's
-# session), gnwaves (then `SETS=gn_waves PART=all` gnland), gntime, gnstats (gn_registers_anywhere, the walk set,
-# gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the
+# Steps (next: gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the
 # one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
 # bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
+# run 20 (2026-12-08, twenty-first session) ran gnland with gn_waves applied (the tree's GroupNorm and bias+activation
+# GPU tests, four sanitizers), gnwaves (gn_waves, gn_stream_first dropped), gntime;
 # run 19 (2026-12-07, twentieth session) ran gnreg (gn_in_registers landed after gnland's tests and sanitizers;
 # gn_stream_prefetch, gn_tma_stage dropped), gn (fp16, bf16) through it, gnstats (gn_no_local dropped), biasab
 # (bias_unroll2 landed, bias_unroll2_fp32 dropped);
@@ -234,18 +234,15 @@ case ${1:-} in
             > "$OUT/$name.lines.txt" 2>&1; head -1 "$OUT/$name.lines.txt"
         done ;;
   gntime) # gn_timeline.patch (each CTA's thread 0 prints the global timer at its start, statistics done, barrier
-          # passed, statistics merged, end) on the tree, on gn_stream_first and (gn_waves_timeline.patch: a line per
-          # wave) on gn_waves, their kernels' libraries built here side by side; one launch each (the 3rd of 3) at the
-          # shapes past the chip (run 15's ncu: DRAM at 39% of peak, neither it nor issue at its limit), gn_timeline.py's
-          # phases per shape into $OUT/timeline.md
-          timeline_lib /tmp/tl-tree gn_timeline & timeline_lib /tmp/tl-sf gn_stream_first gn_timeline &
-          timeline_lib /tmp/tl-waves gn_waves gn_timeline gn_waves_timeline & wait
-          for lib in tree sf waves; do
-            for case in "channels_first 1 256 256 256" "channels_first 1 128 512 512" "channels_first 1 128 1024 1024" \
-                        "channels_last 1 256 256 256" "channels_first 8 640 64 64"; do
-              GN_REPEAT=3 TRTPLUGINS_KERNELS_LIB=/tmp/tl-$lib/build/libtrtplugins_kernels.so timeout 60 $gn_launch $case \
-                > "$OUT/tl_${lib}_$(echo "$case" | tr ' ' '_').log" 2>&1
-            done
+          # passed, statistics merged, end, once at its end: a printf per phase distorts what follows it) on the tree
+          # (PATCHES: others before it, ab.py's names), its kernels' library built here; one launch each (the 3rd of 3)
+          # at the shapes past the chip, gn_timeline.py's phases per shape into $OUT/timeline.md (run 20's: the
+          # statistics phase at the DRAM's limit, the normalization's stores into L2 with the DRAM idle)
+          timeline_lib /tmp/tl ${PATCHES:-} gn_timeline
+          for case in "channels_first 1 256 256 256" "channels_first 1 128 512 512" "channels_first 1 128 1024 1024" \
+                      "channels_last 1 256 256 256" "channels_first 8 640 64 64"; do
+            GN_REPEAT=3 TRTPLUGINS_KERNELS_LIB=/tmp/tl/build/libtrtplugins_kernels.so timeout 60 $gn_launch $case \
+              > "$OUT/tl_$(echo "$case" | tr ' ' '_').log" 2>&1
           done
           python3 benchmarks/experiments/gn_timeline.py "$OUT"/tl_*.log | tee "$OUT/timeline.md" ;;
   gnbig) gpu_library # the resident kernel where its range is mostly on chip (34-42 MB: 56-63% of copy where its bytes
@@ -323,19 +320,10 @@ case ${1:-} in
            # lean channels-first kernel), then gn_fold_add (the channel's add folded into the per-pack constants: no
            # x + 0 per element); run 19 measured them before the kernel in registers landed (channels-first median
            # 1.031x); then + gn_cl_one_group (channels-last CTAs whose window is one group sum their lanes in one block
-           # reduction, not per channel through shared memory and then per group); gn_stream_first (channels-first
-           # sums its streamed units while the staged copies land, not after: run 15's ncu at 1x256x256x256 put 11% of
-           # the stall samples on that wait; 1x128x512x512 streams 55% of each range); each beside the tree, the quick
+           # reduction, not per channel through shared memory and then per group); each beside the tree, the quick
            # table (FP16), both orders
            gn_ab gn_registers_anywhere gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
-             gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group gn_stream_first ;;
-  gnwaves) # gn_waves: channels-first past what the chip holds (the VAE's 34-268 MB, 55-65% of copy: x read twice,
-           # the second time from L2 where it stays), fewer CTAs than ranges, the ranges in waves of whole groups, each
-           # CTA staging its range of the next wave while this one's statistics, grid barrier and normalization run (x
-           # read once; a wave's reads under the last one's writes); the plugin's pick there, and forced
-           # (resident_cf_waves) wherever it plans; beside the tree and gn_stream_first, the quick table (FP16), both
-           # orders. Then `SETS=gn_waves PART=all queued.sh gnland` (forced at 1, 3 and the most groups a wave)
-           gn_ab gn_waves gn_stream_first gn_waves+gn_stream_first ;;
+             gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
   gnadd) # gn_registers_add on gn_registers_anywhere: a bias and a per-channel skip (the UNet resnet's second norm, its
          # time embedding) added in registers, so those launches run the kernel in registers too (channels-last; the
          # channels-first pick of a per-channel skip is the split design); with GroupNorm+SiLU after a time embedding
