@@ -2,7 +2,8 @@
 # The device work queued in RESULTS.md ("Targets still missed"), one step per device call (each fits a
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
-# Steps (next: gnstats (gn_registers_anywhere, the walk set, gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the
+# Steps (next: gnstage (the staged range prefetched into L2 in bulk), gnstats (gn_registers_anywhere, the walk set,
+# gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the
 # one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
 # bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
@@ -116,7 +117,7 @@ gpu_library() {
 timeline_lib() { # DIR PATCH...
   local dir=$1 root=$PWD p; shift
   rm -rf "$dir" && mkdir -p "$dir" && cp -r plugin_src "$dir/"
-  for p in "$@"; do (cd "$dir" && git apply "$root/benchmarks/experiments/$p.patch") || return 1; done
+  for p in "$@"; do (cd "$dir" && git apply --include="plugin_src/*" "$root/benchmarks/experiments/$p.patch") || return 1; done
   cmake -S "$dir/plugin_src" -B "$dir/build" -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
     -DTRTPLUGINS_TENSORRT_ROOTS= > "$dir/build.log" 2>&1 &&
     cmake --build "$dir/build" -j 6 --target trtplugins_kernels >> "$dir/build.log" 2>&1 || tail -20 "$dir/build.log"
@@ -324,6 +325,12 @@ case ${1:-} in
            # table (FP16), both orders
            gn_ab gn_registers_anywhere gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
              gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
+  gnstage) # gn_stage_prefetch: each CTA asks L2 for its staged range in bulk (cp.async.bulk.prefetch.L2, 4 KB a
+            # thread) before its cp.async copy, so the TMA unit fetches it at the DRAM's rate and the copy finds it in L2
+            # (run 20's timer: at 34 MB the statistics phase, the copy, reads x at 1.5 TB/s, half the DRAM's rate, with
+            # the DRAM at 39% of peak); beside the tree, the quick table (FP16), both orders; then, with the timer
+            # patch on it, `PATCHES=gn_stage_prefetch queued.sh gntime`
+            gn_ab gn_stage_prefetch ;;
   gnadd) # gn_registers_add on gn_registers_anywhere: a bias and a per-channel skip (the UNet resnet's second norm, its
          # time embedding) added in registers, so those launches run the kernel in registers too (channels-last; the
          # channels-first pick of a per-channel skip is the split design); with GroupNorm+SiLU after a time embedding
