@@ -117,7 +117,9 @@ gpu_library() {
 timeline_lib() { # DIR PATCH...
   local dir=$1 root=$PWD p; shift
   rm -rf "$dir" && mkdir -p "$dir" && cp -r plugin_src "$dir/"
-  for p in "$@"; do (cd "$dir" && git apply --include="plugin_src/*" "$root/benchmarks/experiments/$p.patch") || return 1; done
+  for p in "$@"; do
+    (cd "$dir" && git apply --include="plugin_src/*" "$root/benchmarks/experiments/$p.patch") || return 1
+  done
   cmake -S "$dir/plugin_src" -B "$dir/build" -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
     -DTRTPLUGINS_TENSORRT_ROOTS= > "$dir/build.log" 2>&1 &&
     cmake --build "$dir/build" -j 6 --target trtplugins_kernels >> "$dir/build.log" 2>&1 || tail -20 "$dir/build.log"
