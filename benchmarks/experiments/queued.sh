@@ -328,8 +328,8 @@ case ${1:-} in
            gn_ab gn_registers_anywhere gn_no_prefetch gn_no_prefetch+gn_walk32 gn_no_prefetch+gn_walk32+gn_fold_add \
              gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
   gnstage) # gn_stage_prefetch: each CTA asks L2 for its staged range in bulk (cp.async.bulk.prefetch.L2, 4 KB a
-            # thread) before its cp.async copy, so the TMA unit fetches it at the DRAM's rate and the copy finds it in L2
-            # (run 20's timer: at 34 MB the statistics phase, the copy, reads x at 1.5 TB/s, half the DRAM's rate, with
+            # thread) before its cp.async copy, so the TMA unit fetches it at the DRAM's rate and the copy finds it in
+            # L2 (run 20's timer: at 34 MB the statistics phase, the copy, reads x at 1.5 TB/s, half the DRAM's rate, with
             # the DRAM at 39% of peak); beside the tree, the quick table (FP16), both orders; then, with the timer
             # patch on it, `PATCHES=gn_stage_prefetch queued.sh gntime`
             gn_ab gn_stage_prefetch ;;
