@@ -3,8 +3,7 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: gnstage (the staged range prefetched into L2 in bulk), gnstats (gn_registers_anywhere, the walk set,
-# gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the
-# one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
+# gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
 # bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
 # `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
 # run 20 (2026-12-08, twenty-first session) ran gnland with gn_waves applied (the tree's GroupNorm and bias+activation
@@ -240,7 +239,7 @@ case ${1:-} in
           # passed, statistics merged, end, once at its end: a printf per phase distorts what follows it) on the tree
           # (PATCHES: others before it, ab.py's names), its kernels' library built here; one launch each (the 3rd of 3)
           # at the shapes past the chip, gn_timeline.py's phases per shape into $OUT/timeline.md (run 20's: the
-          # statistics phase at the DRAM's limit, the normalization's stores into L2 with the DRAM idle)
+          # statistics phase, the staged copy, reading x at half the DRAM's rate with the DRAM at 39% of peak)
           timeline_lib /tmp/tl ${PATCHES:-} gn_timeline
           for case in "channels_first 1 256 256 256" "channels_first 1 128 512 512" "channels_first 1 128 1024 1024" \
                       "channels_last 1 256 256 256" "channels_first 8 640 64 64"; do
