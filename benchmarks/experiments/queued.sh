@@ -3,9 +3,9 @@
 # call's 10 minutes; run them in this order, carry .whl .peers .trt). Outputs under $OUT.
 #   bash benchmarks/experiments/queued.sh STEP
 # Steps (next: gnstage (the staged range prefetched into L2 in bulk), gnstats (gn_registers_anywhere, the walk set,
-# gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck (the GPU tests through run 17's AOT kernels), norms with DTYPES=fp16 then
-# bf16 (run 17's configurations and picks), normncu (the misses left), gn with GN_DTYPES=fp32,
-# `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
+# gn_cl_one_group), gnadd, gn with GN_DTYPES=fp16 (the one-wave rule's shapes), aotcheck (the GPU tests through run
+# 17's AOT kernels), norms with DTYPES=fp16 then bf16 (run 17's configurations and picks), normncu (the misses left),
+# gn with GN_DTYPES=fp32, `TESTS=0 BENCH_ARGS=--cpp bash benchmarks/run_torch_gpu.sh`, biasact;
 # run 20 (2026-12-08, twenty-first session) ran gnland with gn_waves applied (the tree's GroupNorm and bias+activation
 # GPU tests, four sanitizers), gnwaves (gn_waves, gn_stream_first dropped), gntime;
 # run 19 (2026-12-07, twentieth session) ran gnreg (gn_in_registers landed after gnland's tests and sanitizers;
