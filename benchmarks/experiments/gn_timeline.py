@@ -1,13 +1,14 @@
 """Where a resident GroupNorm launch's time goes, CTA by CTA: reads the stamps gn_timeline.patch prints (a line
-per CTA: `gntl CTA start stats_done barrier_passed merged end`, global timer in ns) from gn_launch.py's output and
-prints the last launch's phases, min / median / max over its CTAs (us):
+per CTA: `gntl CTA start copy_landed stats_done barrier_passed merged end`, global timer in ns) from gn_launch.py's
+output and prints the last launch's phases, min / median / max over its CTAs (us):
     python3 benchmarks/experiments/gn_timeline.py LOG [LOG ...]"""
 
 import statistics
 import sys
 from pathlib import Path
 
-PHASES = ("start", "statistics", "barrier", "merge", "normalize", "end")
+# copy: the staged range's copy into shared memory (and the shifts' loads) until it landed
+PHASES = ("start", "copy", "statistics", "barrier", "merge", "normalize", "end")
 
 
 def launches(text: str) -> list[dict[int, list[int]]]:
@@ -15,7 +16,7 @@ def launches(text: str) -> list[dict[int, list[int]]]:
     out: list[dict[int, list[int]]] = [{}]
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) != 7 or parts[0] != "gntl":
+        if len(parts) != len(PHASES) + 1 or parts[0] != "gntl":
             continue
         cta, stamps = int(parts[1]), [int(p) for p in parts[2:]]
         if cta in out[-1]:
@@ -30,9 +31,9 @@ def phases(launch: dict[int, list[int]]) -> dict[str, list[float]]:
     rows: dict[str, list[float]] = {p: [] for p in PHASES}
     for s in launch.values():
         rows["start"].append((s[0] - t0) / 1e3)
-        for name, a, b in zip(PHASES[1:5], s, s[1:]):
+        for name, a, b in zip(PHASES[1:-1], s, s[1:]):
             rows[name].append((b - a) / 1e3)
-        rows["end"].append((s[4] - t0) / 1e3)
+        rows["end"].append((s[-1] - t0) / 1e3)
     return rows
 
 
