@@ -38,7 +38,8 @@ PATCHES = Path(os.environ.get("AB_PATCHES", HERE))  # where NAME.patch is looked
 PENDING: tuple[str, ...] = ("gn_registers_anywhere", "gn_registers_anywhere+gn_registers_add", "gn_no_prefetch",
                              "gn_no_prefetch+gn_walk32",
                              "gn_no_prefetch+gn_walk32+gn_fold_add",
-                             "gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group", "gn_stage_prefetch")
+                             "gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group", "gn_stage_prefetch",
+                             "gn_stage_prefetch+gn_prefetch_stream")
 # sets the queue applies to measure, never to land (queued.sh gntime: the phases' timer stamps)
 TOOLS: tuple[str, ...] = ("gn_timeline",)
 BENCHES = {"kernels": "bench_kernels.py", "group_norm": "bench_group_norm.py"}

@@ -330,9 +330,10 @@ case ${1:-} in
   gnstage) # gn_stage_prefetch: each CTA asks L2 for its staged range in bulk (cp.async.bulk.prefetch.L2, 4 KB a
             # thread) before its cp.async copy, so the TMA unit fetches it at the DRAM's rate and the copy finds it in
             # L2 (run 20's timer: at 34 MB the statistics phase, the copy, reads x at 1.5 TB/s, half the DRAM's rate, with
-            # the DRAM at 39% of peak); beside the tree, the quick table (FP16), both orders; then, with the timer
-            # patch on it, `PATCHES=gn_stage_prefetch queued.sh gntime`
-            gn_ab gn_stage_prefetch ;;
+            # the DRAM at 39% of peak); and on it gn_prefetch_stream (the first streamed units too, as many as are
+            # staged: 1x128x512x512 streams 55% of each range); beside the tree, the quick table (FP16), both orders;
+            # then, with the timer patch on the winner, `PATCHES=... queued.sh gntime`
+            gn_ab gn_stage_prefetch gn_stage_prefetch+gn_prefetch_stream ;;
   gnadd) # gn_registers_add on gn_registers_anywhere: a bias and a per-channel skip (the UNet resnet's second norm, its
          # time embedding) added in registers, so those launches run the kernel in registers too (channels-last; the
          # channels-first pick of a per-channel skip is the split design); with GroupNorm+SiLU after a time embedding
