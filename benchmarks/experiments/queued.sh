@@ -113,17 +113,6 @@ gpu_library() {
   TESTS= SANITIZE= MEMCHECK= BENCH= bash $batch > /dev/null || exit 1
   export TRTPLUGINS_KERNELS_LIB=$PWD/build-gpu/libtrtplugins_kernels.so
 }
-# The kernels' library (sm_90) of this tree's plugin_src with the patches PATCH... (experiments/) applied, in DIR/build
-timeline_lib() { # DIR PATCH...
-  local dir=$1 root=$PWD p; shift
-  rm -rf "$dir" && mkdir -p "$dir" && cp -r plugin_src "$dir/"
-  for p in "$@"; do
-    (cd "$dir" && git apply --include="plugin_src/*" "$root/benchmarks/experiments/$p.patch") || return 1
-  done
-  cmake -S "$dir/plugin_src" -B "$dir/build" -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
-    -DTRTPLUGINS_TENSORRT_ROOTS= > "$dir/build.log" 2>&1 &&
-    cmake --build "$dir/build" -j 6 --target trtplugins_kernels >> "$dir/build.log" 2>&1 || tail -20 "$dir/build.log"
-}
 # The kernel library for sm_90 with the Triton kernels built ahead of time (build-aot/)
 aot_library() {
   cmake -S plugin_src -B build-aot -G Ninja -DTRTPLUGINS_CUDA_ARCHS=90-real -DTRTPLUGINS_BUILD_KERNELS=ON \
@@ -238,14 +227,16 @@ case ${1:-} in
         done ;;
   gntime) # gn_timeline.patch (each CTA's thread 0 prints the global timer at its start, copy landed, statistics
           # done, barrier passed, statistics merged, end, once at its end: a printf per phase distorts what follows it)
-          # on the tree (PATCHES: others before it, ab.py's names), its kernels' library built here; one launch each
+          # on the tree (PATCHES: an ab.py set before it), its kernels' library built here by ab.py; one launch each
           # (the 3rd of 3) at the shapes past the chip, gn_timeline.py's phases per shape into $OUT/timeline.md (run
           # 20's: the first phase, the staged copy and its sums, reading x at half the DRAM's rate, DRAM at 39% of peak)
-          timeline_lib /tmp/tl ${PATCHES:-} gn_timeline
+          timed=${PATCHES:+$PATCHES+}gn_timeline
+          AB_WORK=/tmp/tl python3 benchmarks/experiments/ab.py --no-base --build-only "$timed" > "$OUT/build.log" 2>&1 ||
+            { tail -5 "$OUT/build.log"; exit 1; }
           for case in "channels_first 1 256 256 256" "channels_first 1 128 512 512" "channels_first 1 128 1024 1024" \
                       "channels_last 1 256 256 256" "channels_first 8 640 64 64"; do
-            GN_REPEAT=3 TRTPLUGINS_KERNELS_LIB=/tmp/tl/build/libtrtplugins_kernels.so timeout 60 $gn_launch $case \
-              > "$OUT/tl_$(echo "$case" | tr ' ' '_').log" 2>&1
+            GN_REPEAT=3 TRTPLUGINS_KERNELS_LIB="/tmp/tl/build-$timed/libtrtplugins_kernels.so" timeout 60 \
+              $gn_launch $case > "$OUT/tl_$(echo "$case" | tr ' ' '_').log" 2>&1
           done
           python3 benchmarks/experiments/gn_timeline.py "$OUT"/tl_*.log | tee "$OUT/timeline.md" ;;
   gnbig) gpu_library # the resident kernel where its range is mostly on chip (34-42 MB: 56-63% of copy where its bytes
@@ -329,10 +320,10 @@ case ${1:-} in
              gn_no_prefetch+gn_walk32+gn_fold_add+gn_cl_one_group ;;
   gnstage) # gn_stage_prefetch: each CTA asks L2 for its staged range in bulk (cp.async.bulk.prefetch.L2, 4 KB a
             # thread) before its cp.async copy, so the TMA unit fetches it at the DRAM's rate and the copy finds it in
-            # L2 (run 20's timer: at 34 MB the statistics phase, the copy, reads x at 1.5 TB/s, half the DRAM's rate, with
-            # the DRAM at 39% of peak); and on it gn_prefetch_stream (the first streamed units too, as many as are
-            # staged: 1x128x512x512 streams 55% of each range); beside the tree, the quick table (FP16), both orders;
-            # then, with the timer patch on the winner, `PATCHES=... queued.sh gntime`
+            # L2 (run 20's timer: at 34 MB the first phase, the copy and its sums, reads x at 1.5 TB/s, half the DRAM's
+            # rate, with the DRAM at 39% of peak); and on it gn_prefetch_stream (the first streamed units too, as many
+            # as are staged: 1x128x512x512 streams 55% of each range); beside the tree, the quick table (FP16), both
+            # orders; then, with the timer patch on the winner, `PATCHES=... queued.sh gntime`
             gn_ab gn_stage_prefetch gn_stage_prefetch+gn_prefetch_stream ;;
   gnadd) # gn_registers_add on gn_registers_anywhere: a bias and a per-channel skip (the UNet resnet's second norm, its
          # time embedding) added in registers, so those launches run the kernel in registers too (channels-last; the
